@@ -1,0 +1,178 @@
+package store
+
+// keys.go is the ONE place where key shapes of the table are defined. Every
+// shape is listed here; add new ones here, with a row in keys_test.go.
+//
+//	shape            PK                                SK
+//	breaker state    breaker#<target>                  state
+//	breaker window   breaker#<target>                  win#<time>
+//	ledger           ledger#<provider>#<fingerprint>   model#<model>
+//	budget           budget#<team>                     tag#<tag>#<window>#<time>
+//	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
+//	rollup           rollup#<team>                     day#<yyyy-mm-dd>
+//
+// Conventions:
+//   - Components are joined with [Sep] ("#"). Caller-supplied components are
+//     escaped with [Escape] ("%" -> "%25", "#" -> "%23"), so no input can
+//     forge a separator or collide with another key: the functions below
+//     accept any string and never fail.
+//   - <time> is [SortableTime]: fixed-width RFC 3339 in UTC with nanoseconds,
+//     so byte order is time order. Days (<yyyy-mm-dd>) are UTC days.
+//   - The first PK component names the shape, so shapes never share a
+//     partition by accident. An SK starts with a constant word when the
+//     partition may hold more than one kind of item.
+
+import (
+	"strings"
+	"time"
+)
+
+// Sep separates key components.
+const Sep = "#"
+
+// Key shape prefixes (first PK component).
+const (
+	breakerPrefix = "breaker"
+	ledgerPrefix  = "ledger"
+	budgetPrefix  = "budget"
+	usagePrefix   = "usage"
+	rollupPrefix  = "rollup"
+)
+
+// sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
+// time.RFC3339Nano it never trims zeros, so byte order equals time order.
+const sortableLayout = "2006-01-02T15:04:05.000000000Z"
+
+// dayLayout formats UTC days.
+const dayLayout = "2006-01-02"
+
+var (
+	escaper   = strings.NewReplacer("%", "%25", "#", "%23")
+	unescaper = strings.NewReplacer("%23", "#", "%25", "%")
+)
+
+// Escape makes s safe as one key component: "%" becomes "%25" and "#"
+// becomes "%23". It is injective, and the identity on strings without those
+// two characters.
+func Escape(s string) string { return escaper.Replace(s) }
+
+// Unescape reverses [Escape].
+func Unescape(s string) string { return unescaper.Replace(s) }
+
+// SortableTime formats t for use in a key: RFC 3339 in UTC with exactly nine
+// fractional digits (e.g. 2024-05-01T12:00:00.500000000Z), so that byte order
+// equals time order for years 0000-9999. time.Parse(time.RFC3339Nano, ...)
+// reads it back.
+func SortableTime(t time.Time) string { return t.UTC().Format(sortableLayout) }
+
+// Day formats the UTC day of t as yyyy-mm-dd.
+func Day(t time.Time) string { return t.UTC().Format(dayLayout) }
+
+// join escapes each caller-supplied component and joins everything with Sep.
+// Constant words are passed pre-escaped through lit.
+func join(parts ...part) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(Sep)
+		}
+		if p.lit {
+			b.WriteString(p.s)
+		} else {
+			b.WriteString(Escape(p.s))
+		}
+	}
+	return b.String()
+}
+
+type part struct {
+	s   string
+	lit bool
+}
+
+func lit(s string) part { return part{s: s, lit: true} }
+func val(s string) part { return part{s: s} }
+
+// BreakerPK is the partition holding a circuit breaker's state and windows
+// for one upstream target.
+func BreakerPK(targetID string) string { return join(lit(breakerPrefix), val(targetID)) }
+
+// BreakerKey is the item holding the current state of the circuit breaker
+// of one upstream target (e.g. open/closed with a version for CAS updates).
+func BreakerKey(targetID string) Key {
+	return Key{PK: BreakerPK(targetID), SK: "state"}
+}
+
+// BreakerWindowKey is the item counting outcomes (successes, failures) of
+// one upstream target in the window that starts at windowStart. Windows of a
+// target share the breaker partition and sort by time, so recent windows
+// are one Query with bounds from [BreakerWindowSK].
+func BreakerWindowKey(targetID string, windowStart time.Time) Key {
+	return Key{PK: BreakerPK(targetID), SK: BreakerWindowSK(windowStart)}
+}
+
+// BreakerWindowSK is the sort key of the breaker window starting at
+// windowStart, also usable as a Query bound.
+func BreakerWindowSK(windowStart time.Time) string {
+	return join(lit("win"), lit(SortableTime(windowStart)))
+}
+
+// LedgerKey is the rate-limit ledger item of one provider API key (by
+// fingerprint, never the key itself) for one model. All models of one
+// provider key share a partition.
+func LedgerKey(providerID, keyFingerprint, model string) Key {
+	return Key{
+		PK: join(lit(ledgerPrefix), val(providerID), val(keyFingerprint)),
+		SK: join(lit("model"), val(model)),
+	}
+}
+
+// BudgetPK is the partition holding all budget counters of one team.
+func BudgetPK(team string) string { return join(lit(budgetPrefix), val(team)) }
+
+// BudgetKey is the spend counter of one team for one tag (empty: the whole
+// team) in one budget window kind (e.g. "day", "month") starting at start.
+func BudgetKey(team, tag, window string, start time.Time) Key {
+	return Key{
+		PK: BudgetPK(team),
+		SK: join(lit("tag"), val(tag), val(window), lit(SortableTime(start))),
+	}
+}
+
+// UsagePK is the partition of one team's usage records for the UTC day of
+// t: a team-day is one partition, queried in time order.
+func UsagePK(team string, t time.Time) string {
+	return join(lit(usagePrefix), val(team), lit(Day(t)))
+}
+
+// UsageKey is the usage record of one request of a team at time at. The SK
+// is <SortableTime(at)>#<requestID>, so records sort by time and requests
+// at the same instant stay distinct.
+func UsageKey(team string, at time.Time, requestID string) Key {
+	return Key{
+		PK: UsagePK(team, at),
+		SK: join(lit(SortableTime(at)), val(requestID)),
+	}
+}
+
+// UsageSKBounds returns Query bounds selecting the usage records with
+// from <= at < to within one usage partition (see [UsagePK]; a range that
+// crosses a UTC day needs one Query per day).
+func UsageSKBounds(from, to time.Time) (skFrom, skTo string) {
+	// "<time>" sorts before every "<time>#<id>" and after every earlier time.
+	return SortableTime(from), SortableTime(to)
+}
+
+// RollupPK is the partition holding one team's daily rollups.
+func RollupPK(team string) string { return join(lit(rollupPrefix), val(team)) }
+
+// RollupKey is the rollup (aggregated usage) of one team for the UTC day of
+// day. Days of a team sort in time order in one partition, so a month is one
+// Query bounded by [RollupSK].
+func RollupKey(team string, day time.Time) Key {
+	return Key{PK: RollupPK(team), SK: RollupSK(day)}
+}
+
+// RollupSK is the sort key of the rollup of the UTC day of day, also usable
+// as a Query bound.
+func RollupSK(day time.Time) string { return join(lit("day"), lit(Day(day))) }

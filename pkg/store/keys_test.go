@@ -1,0 +1,131 @@
+package store
+
+import (
+	"sort"
+	"testing"
+	"time"
+)
+
+func TestKeyShapes(t *testing.T) {
+	at := time.Date(2024, 5, 1, 23, 59, 58, 500, time.FixedZone("X", 2*3600)) // 21:59:58 UTC
+	cases := []struct {
+		name string
+		got  Key
+		want Key
+	}{
+		{"breaker", BreakerKey("openai-eu"), Key{"breaker#openai-eu", "state"}},
+		{"breaker window", BreakerWindowKey("openai-eu", at),
+			Key{"breaker#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
+		{"ledger", LedgerKey("openai", "fp123", "gpt-4o"), Key{"ledger#openai#fp123", "model#gpt-4o"}},
+		{"budget", BudgetKey("team-a", "prod", "month", at),
+			Key{"budget#team-a", "tag#prod#month#2024-05-01T21:59:58.000000500Z"}},
+		{"budget no tag", BudgetKey("team-a", "", "day", at),
+			Key{"budget#team-a", "tag##day#2024-05-01T21:59:58.000000500Z"}},
+		{"usage", UsageKey("team-a", at, "req-1"),
+			Key{"usage#team-a#2024-05-01", "2024-05-01T21:59:58.000000500Z#req-1"}},
+		{"rollup", RollupKey("team-a", at), Key{"rollup#team-a", "day#2024-05-01"}},
+		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+		if err := c.got.Validate(); err != nil {
+			t.Errorf("%s: invalid key: %v", c.name, err)
+		}
+	}
+}
+
+func TestEscapeIsInjectiveAndReversible(t *testing.T) {
+	inputs := []string{"", "#", "%", "%23", "#%", "a#b", "a%23b", "%%##", "plain"}
+	seen := map[string]string{}
+	for _, in := range inputs {
+		e := Escape(in)
+		if prev, dup := seen[e]; dup {
+			t.Fatalf("Escape(%q) == Escape(%q) == %q", in, prev, e)
+		}
+		seen[e] = in
+		for _, r := range e {
+			if string(r) == Sep {
+				t.Fatalf("Escape(%q) = %q contains the separator", in, e)
+			}
+		}
+		if back := Unescape(e); back != in {
+			t.Fatalf("Unescape(Escape(%q)) = %q", in, back)
+		}
+	}
+	// Components cannot forge a split: these differ only in where "#" is.
+	if a, b := LedgerKey("a#b", "c", "m"), LedgerKey("a", "b#c", "m"); a == b {
+		t.Fatalf("keys collide: %v", a)
+	}
+}
+
+func TestSortableTimeOrder(t *testing.T) {
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var times []time.Time
+	for _, d := range []time.Duration{0, 1, 10, 100, 120 * time.Millisecond, 100 * time.Millisecond,
+		time.Second, 999999999, 59 * time.Minute, 25 * time.Hour, 400 * 24 * time.Hour} {
+		times = append(times, base.Add(d))
+	}
+	strs := make([]string, len(times))
+	for i, tm := range times {
+		strs[i] = SortableTime(tm)
+		back, err := time.Parse(time.RFC3339Nano, strs[i])
+		if err != nil || !back.Equal(tm) {
+			t.Fatalf("round trip of %s: %v %v", strs[i], back, err)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	sort.Strings(strs)
+	for i := range times {
+		if strs[i] != SortableTime(times[i]) {
+			t.Fatalf("byte order differs from time order at %d: %s vs %s", i, strs[i], SortableTime(times[i]))
+		}
+	}
+}
+
+func TestUsageSKBounds(t *testing.T) {
+	from := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	to := from.Add(time.Hour)
+	lo, hi := UsageSKBounds(from, to)
+	in := func(at time.Time, id string) bool {
+		sk := UsageKey("t", at, id).SK
+		return lo <= sk && sk < hi
+	}
+	cases := []struct {
+		at   time.Time
+		id   string
+		want bool
+	}{
+		{from, "", true},
+		{from, "zzz", true},
+		{from.Add(-1), "a", false},
+		{to.Add(-1), "~~~", true},
+		{to, "", false},
+		{to, "a", false},
+	}
+	for _, c := range cases {
+		if got := in(c.at, c.id); got != c.want {
+			t.Errorf("at %s id %q: in range = %v, want %v", SortableTime(c.at), c.id, got, c.want)
+		}
+	}
+	if UsagePK("t", from) != UsageKey("t", from, "x").PK {
+		t.Fatal("UsagePK disagrees with UsageKey")
+	}
+}
+
+func TestWindowBoundsHelpers(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	if BreakerWindowKey("x", t0).SK != BreakerWindowSK(t0) {
+		t.Fatal("BreakerWindowSK disagrees with BreakerWindowKey")
+	}
+	if RollupKey("x", t0).SK != RollupSK(t0) || RollupKey("x", t0).PK != RollupPK("x") {
+		t.Fatal("Rollup helpers disagree")
+	}
+	if BreakerWindowSK(t0) >= BreakerWindowSK(t0.Add(time.Minute)) {
+		t.Fatal("breaker windows out of order")
+	}
+	if BreakerKey("x").PK != BreakerWindowKey("x", t0).PK {
+		t.Fatal("breaker state and windows must share a partition")
+	}
+}
