@@ -246,3 +246,20 @@ func ExceedsMax(current, deltas, max map[string]float64) (name string, exceeded 
 	}
 	return "", false
 }
+
+// StringClash reports an attribute named in deltas or max that the item
+// holds as a string (strs), which Add cannot treat as a number. For backend
+// implementations.
+func StringClash(strs map[string]string, deltas, max map[string]float64) (name string, clash bool) {
+	for n := range deltas {
+		if _, ok := strs[n]; ok {
+			return n, true
+		}
+	}
+	for n := range max {
+		if _, ok := strs[n]; ok {
+			return n, true
+		}
+	}
+	return "", false
+}

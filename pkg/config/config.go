@@ -1,0 +1,190 @@
+// Package config holds the gateway's configuration: providers, routes
+// (logical models with ordered fallback chains) and the policies that govern
+// retries, timeouts and circuit breakers. It is loaded from YAML or JSON,
+// defaulted and validated in one step, so the rest of the gateway only ever
+// sees a Config that makes sense.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+)
+
+// Config is the whole gateway configuration. Its YAML/JSON shape is the
+// public contract documented in the README.
+type Config struct {
+	Server    Server               `json:"server,omitempty"`
+	Defaults  Policy               `json:"defaults,omitempty"`
+	Providers map[string]*Provider `json:"providers"`
+	Routes    map[string]*Route    `json:"routes"`
+}
+
+// Server holds listener-level settings.
+type Server struct {
+	// MaxBodyBytes caps a request body (default 4 MiB); larger bodies get 413.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// RequestTimeout is the total deadline of one request (default 10m).
+	RequestTimeout Duration `json:"request_timeout,omitempty"`
+	// DeadlineMargin is how long before the request's deadline an in-flight
+	// stream is ended with a timeout error event, so the client is always
+	// told (default 2s). On Lambda the deadline is the invocation's.
+	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+}
+
+// Provider is one upstream account: a kind of API, where it is and its keys.
+type Provider struct {
+	// Kind is openai, anthropic, bedrock or fake.
+	Kind string `json:"kind"`
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai) or
+	// https://api.anthropic.com (anthropic). A query string (Azure's
+	// api-version) is kept on every call.
+	BaseURL string `json:"base_url,omitempty"`
+	// Keys are references to secrets, tried in priority order. Keys are never
+	// written inline: a reference whose variable is unset is skipped.
+	Keys []KeyRef `json:"keys,omitempty"`
+	// AuthHeader names the header that carries the key: "authorization"
+	// (Bearer, the default for openai), "api-key" (Azure) or "x-api-key".
+	AuthHeader string `json:"auth_header,omitempty"`
+	// Headers are extra, non-secret headers sent on every call.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Region and Endpoint are for bedrock.
+	Region   string `json:"region,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// ConnectTimeout bounds dialing and the TLS handshake (default 5s).
+	ConnectTimeout Duration `json:"connect_timeout,omitempty"`
+	// Disabled pulls the provider out of every chain without removing it.
+	Disabled bool `json:"disabled,omitempty"`
+	// Fake scripts a kind: fake provider.
+	Fake *FakeScript `json:"fake,omitempty"`
+	// Options holds kind-specific settings (e.g. anthropic_version).
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// KeyRef points at one secret. Exactly one of Env and SSM is set.
+type KeyRef struct {
+	Env string `json:"env,omitempty"` // an environment variable
+	SSM string `json:"ssm,omitempty"` // an SSM SecureString parameter name
+	// Priority orders keys: lower is tried first (default: list order).
+	Priority int `json:"priority,omitempty"`
+}
+
+// FakeScript scripts a deterministic fake model for demos and tests.
+type FakeScript struct {
+	// Reply is the text streamed back, split into word chunks.
+	Reply string `json:"reply,omitempty"`
+	// ToolCall, when set, makes the model call this tool instead of replying.
+	ToolCall *FakeToolCall `json:"tool_call,omitempty"`
+	// FirstTokenDelay is waited before the first chunk; ChunkDelay between chunks.
+	FirstTokenDelay Duration `json:"first_token_delay,omitempty"`
+	ChunkDelay      Duration `json:"chunk_delay,omitempty"`
+	// Fail is how the model fails: "" (it does not), "status" (HTTP Status
+	// before the first token), "reset" (connection reset before the first
+	// byte), "stall" (never answers), "after_chunks" (the stream is cut after
+	// AfterChunks chunks), "empty" (a success with no content).
+	Fail        string `json:"fail,omitempty"`
+	Status      int    `json:"status,omitempty"`
+	AfterChunks int    `json:"after_chunks,omitempty"`
+}
+
+// FakeToolCall is the tool call a fake model makes.
+type FakeToolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Route is a logical model that clients ask for by name.
+type Route struct {
+	// Targets is the ordered fallback chain: the first is the primary.
+	Targets []Target `json:"targets"`
+	// Policy overrides the config's defaults for this route.
+	Policy
+}
+
+// Target is one step of a chain: a provider and its model id, or a
+// reference to another route whose chain is spliced in at this point.
+type Target struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Route    string `json:"route,omitempty"`
+	// Attempts overrides the route's attempts for this target.
+	Attempts int `json:"attempts,omitempty"`
+	// FirstTokenTimeout overrides the route's for this target.
+	FirstTokenTimeout Duration `json:"first_token_timeout,omitempty"`
+	// MaxTokens is sent when the client gives none and the provider requires
+	// one (anthropic); default 4096.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Breaker forces this target's breaker: "open" (skip it) or "closed"
+	// (always try it), for incidents. Empty means automatic.
+	Breaker string `json:"breaker,omitempty"`
+}
+
+// Policy governs retries, fallbacks, timeouts and breakers. Zero fields take
+// the config's defaults, which take the built-in defaults.
+type Policy struct {
+	// FirstTokenTimeout bounds the wait for the first content (default 10s).
+	FirstTokenTimeout Duration `json:"first_token_timeout,omitempty"`
+	// IdleTimeout bounds the gap between two chunks of a stream (default 30s).
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
+	// Attempts is how many times one target is tried before moving on (default 2).
+	Attempts int `json:"attempts,omitempty"`
+	// MaxFallbacks caps how many targets after the primary are tried
+	// (default: the whole chain).
+	MaxFallbacks *int `json:"max_fallbacks,omitempty"`
+	// FallbackOn lists the error categories that move on to the next target
+	// (default: rate_limited, timeout, overloaded, unavailable).
+	FallbackOn []gwerr.Category `json:"fallback_on,omitempty"`
+	// RetryAfterCap: a Retry-After up to this is waited out before retrying
+	// the same target; a longer one moves on at once (default 2s).
+	RetryAfterCap Duration `json:"retry_after_cap,omitempty"`
+	// BackoffBase and BackoffMax shape exponential backoff with full jitter
+	// (defaults 100ms and 2s).
+	BackoffBase Duration `json:"backoff_base,omitempty"`
+	BackoffMax  Duration `json:"backoff_max,omitempty"`
+	// RetryBudget caps retries of one provider as a share of its traffic
+	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
+	RetryBudget     float64 `json:"retry_budget,omitempty"`
+	MinRetriesPerMin int    `json:"min_retries_per_minute,omitempty"`
+	// Breaker tunes circuit breakers.
+	Breaker BreakerSettings `json:"breaker,omitempty"`
+}
+
+// BreakerSettings tunes one target's circuit breaker.
+type BreakerSettings struct {
+	Window              Duration `json:"window,omitempty"`               // rolling window for the error rate (default 60s)
+	MinRequests         int      `json:"min_requests,omitempty"`         // volume before the rate counts (default 10)
+	FailureRate         float64  `json:"failure_rate,omitempty"`         // trip at or above this rate (default 0.5)
+	ConsecutiveFailures int      `json:"consecutive_failures,omitempty"` // trip after this many in a row (default 5)
+	Cooldown            Duration `json:"cooldown,omitempty"`             // first open period (default 30s)
+	MaxCooldown         Duration `json:"max_cooldown,omitempty"`         // cap for doubling cooldowns (default 5m)
+	HalfOpenProbes      int      `json:"half_open_probes,omitempty"`     // probes admitted while half-open (default 1)
+}
+
+// Duration is a time.Duration written as a Go duration string ("10s").
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalJSON accepts "1.5s", "250ms", "2m".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration %s must be a string like \"10s\"", bytes.TrimSpace(b))
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: %v", s, err)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q must not be negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

@@ -1,0 +1,236 @@
+package openaiwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+)
+
+// maxDepth returns the deepest nesting of a valid JSON document.
+func maxDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// member is one top-level member of a JSON object: the decoded key and the
+// byte span of its value.
+type member struct {
+	key        string
+	start, end int // value span
+}
+
+// members scans the top-level members of a valid JSON object.
+func members(b []byte, fn func(m member) bool) error {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return gwerr.New(gwerr.InvalidRequest, "request body must be a JSON object")
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == '}' {
+			return nil
+		}
+		if i >= len(b) || b[i] != '"' {
+			return gwerr.New(gwerr.InvalidRequest, "request body is not a valid JSON object")
+		}
+		ks := i
+		i = skipString(b, i)
+		key := string(b[ks+1 : i-1])
+		if bytes.IndexByte(b[ks:i], '\\') >= 0 {
+			if err := json.Unmarshal(b[ks:i], &key); err != nil {
+				return gwerr.New(gwerr.InvalidRequest, "request body has an invalid key")
+			}
+		}
+		i = skipSpace(b, i)
+		i++ // ':'
+		i = skipSpace(b, i)
+		vs := i
+		i = skipValue(b, i)
+		if !fn(member{key: key, start: vs, end: i}) {
+			return nil
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+// topLevelKeys returns the set of top-level keys and rejects duplicates,
+// which JSON parsers resolve differently (first wins or last wins): the
+// gateway and the upstream must never disagree on which model was asked for.
+func topLevelKeys(b []byte) (map[string]bool, error) {
+	keys := make(map[string]bool, 16)
+	var dup string
+	err := members(b, func(m member) bool {
+		if keys[m.key] {
+			dup = m.key
+			return false
+		}
+		keys[m.key] = true
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if dup != "" {
+		return nil, gwerr.New(gwerr.InvalidRequest, "field %q appears more than once", dup).WithParam(dup)
+	}
+	return keys, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	i++
+	for i < len(b) {
+		switch b[i] {
+		case '\\':
+			i += 2
+			continue
+		case '"':
+			return i + 1
+		}
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// RewriteOptions says what Rewrite changes in a request body.
+type RewriteOptions struct {
+	Model        string // the upstream model id that replaces "model"
+	IncludeUsage bool   // set stream_options.include_usage to true
+}
+
+// Rewrite returns body with only the model replaced and, when asked,
+// stream_options.include_usage set. Every other byte, including unknown and
+// vendor-specific fields, their order and their formatting, is kept. body
+// must have passed Parse. dst is reused when it has room.
+func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
+	type span struct {
+		start, end int
+		with       []byte
+	}
+	var edits [2]span
+	n := 0
+	var soSeen bool
+	err := members(body, func(m member) bool {
+		switch m.key {
+		case "model":
+			edits[n] = span{m.start, m.end, strconv.AppendQuote(nil, opt.Model)}
+			n++
+		case "stream_options":
+			soSeen = true
+			if opt.IncludeUsage {
+				edits[n] = span{m.start, m.end, withIncludeUsage(body[m.start:m.end])}
+				n++
+			}
+		}
+		return n < len(edits)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n > 1 && edits[1].start < edits[0].start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	out := dst[:0]
+	pos := 0
+	for _, e := range edits[:n] {
+		out = append(out, body[pos:e.start]...)
+		out = append(out, e.with...)
+		pos = e.end
+	}
+	if opt.IncludeUsage && !soSeen {
+		end := bytes.LastIndexByte(body, '}')
+		out = append(out, body[pos:end]...)
+		out = append(out, `,"stream_options":{"include_usage":true}`...)
+		out = append(out, body[end:]...)
+		return out, nil
+	}
+	out = append(out, body[pos:]...)
+	return out, nil
+}
+
+// withIncludeUsage returns a stream_options object with include_usage true,
+// keeping its other members.
+func withIncludeUsage(raw []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return []byte(`{"include_usage":true}`)
+	}
+	m["include_usage"] = json.RawMessage("true")
+	out, _ := json.Marshal(m)
+	return out
+}

@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+)
+
+// CodeProviderCredentials marks an upstream 401/403: the gateway's key was
+// rejected. It is the gateway's fault, not the caller's, so it is reported to
+// clients as unavailable, does not penalise the target's breaker, and makes
+// the key pool set that key aside.
+const CodeProviderCredentials = "provider_credentials"
+
+// StatusError builds the error for a non-success upstream response: status
+// and the provider's error type (e.g. "overloaded_error") decide the
+// category; detail is upstream text that the caller may see only for its
+// own mistakes, so it must already be redacted.
+func StatusError(providerID string, status int, errType, detail string, retryAfter time.Duration) *gwerr.Error {
+	e := &gwerr.Error{Provider: providerID, Status: status, RetryAfter: retryAfter}
+	t := strings.ToLower(errType)
+	switch {
+	case strings.Contains(t, "overloaded"):
+		e.Category, e.Message = gwerr.Overloaded, "provider is overloaded"
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.Category, e.Code = gwerr.Unavailable, CodeProviderCredentials
+		e.Message = "provider rejected the gateway's credentials"
+	case strings.Contains(t, "content_filter") || strings.Contains(t, "content_policy") || strings.Contains(t, "safety"):
+		e.Category, e.Message, e.Detail = gwerr.ContentPolicy, "provider refused the content", detail
+	case status == http.StatusTooManyRequests || strings.Contains(t, "rate_limit") || strings.Contains(t, "throttl"):
+		e.Category, e.Message = gwerr.RateLimited, "provider rate limit reached"
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		e.Category, e.Message = gwerr.Timeout, "provider timed out"
+	case status == http.StatusServiceUnavailable || status == 529:
+		e.Category, e.Message = gwerr.Overloaded, "provider is overloaded"
+	case status == http.StatusConflict || status == 425 || status >= 500:
+		e.Category, e.Message = gwerr.Unavailable, "provider failed"
+	case status == http.StatusNotFound:
+		e.Category, e.Message, e.Detail = gwerr.NotFound, "provider does not know the model or path", detail
+	case status >= 400:
+		e.Category, e.Message, e.Detail = gwerr.InvalidRequest, "provider rejected the request", detail
+	default:
+		e.Category, e.Message = gwerr.Unavailable, "provider returned an unexpected status"
+	}
+	return e
+}
+
+// TransportError classifies an error from sending a request or reading a
+// response. A cancelled context is returned as it is (its cause tells the
+// failover engine which timeout fired, or that the client left).
+func TransportError(ctx context.Context, providerID string, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	c := gwerr.Unavailable
+	msg := "provider connection failed"
+	if errors.Is(err, context.DeadlineExceeded) {
+		c, msg = gwerr.Timeout, "provider timed out"
+	}
+	return &gwerr.Error{Category: c, Message: msg, Provider: providerID, Cause: err}
+}
+
+// Interrupted is the error for a stream that ended without its terminal event.
+func Interrupted(providerID, why string, cause error) *gwerr.Error {
+	return &gwerr.Error{Category: gwerr.Interrupted, Message: "provider stream " + why, Provider: providerID, Cause: cause}
+}
+
+// EmptyResponse is the error for a success that carried no content, no tool
+// call and no output tokens: it counts as a provider failure.
+func EmptyResponse(providerID string) *gwerr.Error {
+	return &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned an empty response", Provider: providerID, Code: "empty_response"}
+}
+
+// InBandError is the error for a failure the upstream reported inside a
+// success response (an SSE error event, or an error object in a 200 body).
+func InBandError(providerID, errType string) *gwerr.Error {
+	e := StatusError(providerID, 0, errType, "", 0)
+	if e.Message == "provider returned an unexpected status" {
+		e.Message = "provider reported an error in the stream"
+	}
+	return e
+}

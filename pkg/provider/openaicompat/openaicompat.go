@@ -1,0 +1,153 @@
+// Package openaicompat is the adapter for OpenAI-compatible upstreams
+// (OpenAI, Groq, Together, Fireworks, vLLM, Azure OpenAI). It forwards the
+// client's own bytes with only the model rewritten (and stream usage asked
+// for), and relays the upstream's chunks untouched.
+package openaicompat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// maxBody caps a non-streaming response body; maxErrBody an error body.
+const (
+	maxBody    = 64 << 20
+	maxErrBody = 64 << 10
+)
+
+// Adapter sends chat completions to one OpenAI-compatible provider.
+type Adapter struct {
+	id         string
+	endpoint   string // base URL + /chat/completions, query kept
+	authHeader string
+	headers    map[string]string
+	client     *http.Client
+}
+
+var _ provider.Provider = (*Adapter)(nil)
+
+// New returns the adapter for provider id. client carries the transport
+// (connection pooling, connect timeout); it must not have a total Timeout,
+// streams are bounded by the failover engine's phase timeouts instead.
+func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
+	u, err := url.Parse(p.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/chat/completions"
+	auth := strings.ToLower(p.AuthHeader)
+	if auth == "" {
+		auth = "authorization"
+	}
+	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, headers: p.Headers, client: client}, nil
+}
+
+// Send implements provider.Provider.
+func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	stream := call.Req.Stream
+	body, err := openaiwire.Rewrite(make([]byte, 0, len(call.Body)+64), call.Body,
+		openaiwire.RewriteOptions{Model: call.Model, IncludeUsage: stream})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "llmgw")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Accept-Encoding", "identity")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	for k, v := range a.headers {
+		req.Header.Set(k, v)
+	}
+	setKey(req.Header, a.authHeader, call.Key)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if call.OnResponse != nil {
+		call.OnResponse(resp.StatusCode, resp.Header)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, a.statusError(resp, call.Key)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if stream && !strings.HasPrefix(ct, "application/json") {
+		return newSSEStream(a.id, resp.Body, len(call.Body)), nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	ci := openaiwire.InspectResponse(data)
+	switch {
+	case ci.Error:
+		return nil, provider.InBandError(a.id, ci.ErrorType)
+	case stream:
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
+	case !json.Valid(data):
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
+	case !ci.Content && ci.Usage.CompletionTokens == 0:
+		return nil, provider.EmptyResponse(a.id)
+	}
+	u := provider.Usage{Input: ci.Usage.PromptTokens, Output: ci.Usage.CompletionTokens}
+	if ci.Usage.PromptTokensDetails != nil {
+		u.CacheRead = ci.Usage.PromptTokensDetails.CachedTokens
+	}
+	if !ci.HasUsage {
+		u = provider.Usage{Input: provider.EstimateTokens(len(call.Body)), Output: provider.EstimateTokens(ci.Chars), Estimated: true}
+	}
+	return provider.Single(data, ci.Finish, u), nil
+}
+
+// setKey puts the key in the configured header; no key, no header (never an
+// empty "Bearer ").
+func setKey(h http.Header, header string, k keys.Key) {
+	if k.Secret == "" {
+		return
+	}
+	if header == "authorization" {
+		h.Set("Authorization", "Bearer "+k.Secret)
+		return
+	}
+	h.Set(header, k.Secret)
+}
+
+// statusError reads an upstream error body and classifies it. The body's
+// message is redacted before it may reach a client.
+func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+	var env struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &env)
+	errType := env.Error.Type
+	if c, ok := env.Error.Code.(string); ok && errType == "" {
+		errType = c
+	}
+	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
+		keys.RetryAfter(resp.Header, timeNow()))
+}
