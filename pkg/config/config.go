@@ -19,6 +19,7 @@ import (
 type Config struct {
 	Server    Server               `json:"server,omitempty"`
 	Defaults  Policy               `json:"defaults,omitempty"`
+	Breaker   BreakerSettings      `json:"breaker,omitempty"`
 	Providers map[string]*Provider `json:"providers"`
 	Routes    map[string]*Route    `json:"routes"`
 }
@@ -127,6 +128,9 @@ type Target struct {
 type Policy struct {
 	// FirstTokenTimeout bounds the wait for the first content (default 10s).
 	FirstTokenTimeout Duration `json:"first_token_timeout,omitempty"`
+	// ResponseTimeout bounds a whole non-streaming response, which arrives
+	// in one piece when generation ends (default 5m).
+	ResponseTimeout Duration `json:"response_timeout,omitempty"`
 	// IdleTimeout bounds the gap between two chunks of a stream (default 30s).
 	IdleTimeout Duration `json:"idle_timeout,omitempty"`
 	// Attempts is how many times one target is tried before moving on (default 2).
@@ -148,11 +152,9 @@ type Policy struct {
 	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
 	RetryBudget     float64 `json:"retry_budget,omitempty"`
 	MinRetriesPerMin int    `json:"min_retries_per_minute,omitempty"`
-	// Breaker tunes circuit breakers.
-	Breaker BreakerSettings `json:"breaker,omitempty"`
 }
 
-// BreakerSettings tunes one target's circuit breaker.
+// BreakerSettings tunes the circuit breakers, one per target.
 type BreakerSettings struct {
 	Window              Duration `json:"window,omitempty"`               // rolling window for the error rate (default 60s)
 	MinRequests         int      `json:"min_requests,omitempty"`         // volume before the rate counts (default 10)

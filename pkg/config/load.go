@@ -72,6 +72,7 @@ func BuiltinPolicy() Policy {
 	return Policy{
 		FirstTokenTimeout: Duration(10 * time.Second),
 		IdleTimeout:       Duration(30 * time.Second),
+		ResponseTimeout:   Duration(5 * time.Minute),
 		Attempts:          2,
 		FallbackOn:        []gwerr.Category{gwerr.RateLimited, gwerr.Timeout, gwerr.Overloaded, gwerr.Unavailable},
 		RetryAfterCap:     Duration(2 * time.Second),
@@ -79,15 +80,19 @@ func BuiltinPolicy() Policy {
 		BackoffMax:        Duration(2 * time.Second),
 		RetryBudget:       0.1,
 		MinRetriesPerMin:  5,
-		Breaker: BreakerSettings{
-			Window:              Duration(60 * time.Second),
-			MinRequests:         10,
-			FailureRate:         0.5,
-			ConsecutiveFailures: 5,
-			Cooldown:            Duration(30 * time.Second),
-			MaxCooldown:         Duration(5 * time.Minute),
-			HalfOpenProbes:      1,
-		},
+	}
+}
+
+// BuiltinBreaker is the breaker settings every unset field falls back to.
+func BuiltinBreaker() BreakerSettings {
+	return BreakerSettings{
+		Window:              Duration(60 * time.Second),
+		MinRequests:         10,
+		FailureRate:         0.5,
+		ConsecutiveFailures: 5,
+		Cooldown:            Duration(30 * time.Second),
+		MaxCooldown:         Duration(5 * time.Minute),
+		HalfOpenProbes:      1,
 	}
 }
 
@@ -100,6 +105,7 @@ func (p Policy) merge(d Policy) Policy {
 	}
 	set(&p.FirstTokenTimeout, d.FirstTokenTimeout)
 	set(&p.IdleTimeout, d.IdleTimeout)
+	set(&p.ResponseTimeout, d.ResponseTimeout)
 	set(&p.RetryAfterCap, d.RetryAfterCap)
 	set(&p.BackoffBase, d.BackoffBase)
 	set(&p.BackoffMax, d.BackoffMax)
@@ -118,23 +124,42 @@ func (p Policy) merge(d Policy) Policy {
 	if p.MinRetriesPerMin == 0 {
 		p.MinRetriesPerMin = d.MinRetriesPerMin
 	}
-	b, db := &p.Breaker, d.Breaker
-	set(&b.Window, db.Window)
-	set(&b.Cooldown, db.Cooldown)
-	set(&b.MaxCooldown, db.MaxCooldown)
+	return p
+}
+
+// merge fills b's zero fields from d.
+func (b BreakerSettings) merge(d BreakerSettings) BreakerSettings {
+	for _, f := range []struct{ v, dv *Duration }{{&b.Window, &d.Window}, {&b.Cooldown, &d.Cooldown}, {&b.MaxCooldown, &d.MaxCooldown}} {
+		if *f.v == 0 {
+			*f.v = *f.dv
+		}
+	}
 	if b.MinRequests == 0 {
-		b.MinRequests = db.MinRequests
+		b.MinRequests = d.MinRequests
 	}
 	if b.FailureRate == 0 {
-		b.FailureRate = db.FailureRate
+		b.FailureRate = d.FailureRate
 	}
 	if b.ConsecutiveFailures == 0 {
-		b.ConsecutiveFailures = db.ConsecutiveFailures
+		b.ConsecutiveFailures = d.ConsecutiveFailures
 	}
 	if b.HalfOpenProbes == 0 {
-		b.HalfOpenProbes = db.HalfOpenProbes
+		b.HalfOpenProbes = d.HalfOpenProbes
 	}
-	return p
+	return b
+}
+
+func (b BreakerSettings) validate() error {
+	if b.FailureRate <= 0 || b.FailureRate > 1 {
+		return fmt.Errorf("config: breaker.failure_rate: %g is not in (0, 1]", b.FailureRate)
+	}
+	if b.Cooldown > b.MaxCooldown {
+		return fmt.Errorf("config: breaker.cooldown: %s exceeds max_cooldown %s", b.Cooldown.D(), b.MaxCooldown.D())
+	}
+	if b.MinRequests < 1 || b.ConsecutiveFailures < 1 || b.HalfOpenProbes < 1 {
+		return fmt.Errorf("config: breaker: min_requests, consecutive_failures and half_open_probes must be at least 1")
+	}
+	return nil
 }
 
 // prepare applies defaults and validates.
@@ -153,6 +178,10 @@ func (c *Config) prepare() error {
 	}
 	c.Defaults = c.Defaults.merge(BuiltinPolicy())
 	if err := c.Defaults.validate("defaults"); err != nil {
+		return err
+	}
+	c.Breaker = c.Breaker.merge(BuiltinBreaker())
+	if err := c.Breaker.validate(); err != nil {
 		return err
 	}
 	if len(c.Providers) == 0 {
@@ -263,13 +292,6 @@ func (p Policy) validate(at string) error {
 	}
 	if p.BackoffBase > p.BackoffMax {
 		return fmt.Errorf("config: %s.backoff_base: %s exceeds backoff_max %s", at, p.BackoffBase.D(), p.BackoffMax.D())
-	}
-	b := p.Breaker
-	if b.FailureRate <= 0 || b.FailureRate > 1 {
-		return fmt.Errorf("config: %s.breaker.failure_rate: %g is not in (0, 1]", at, b.FailureRate)
-	}
-	if b.Cooldown > b.MaxCooldown {
-		return fmt.Errorf("config: %s.breaker.cooldown: %s exceeds max_cooldown %s", at, b.Cooldown.D(), b.MaxCooldown.D())
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if s.Status == 429 || s.Status == 503 {
+		if s.Status == 429 {
 			w.Header().Set("Retry-After", "1")
 		}
 		w.WriteHeader(s.Status)

@@ -37,7 +37,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		h := http.Header{"Content-Type": {"application/json"}}
-		if s.Status == 429 || s.Status == 503 {
+		if s.Status == 429 {
 			h.Set("Retry-After", "1")
 		}
 		b := errorBody(s.Status)

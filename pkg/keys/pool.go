@@ -57,27 +57,43 @@ func NewPool(keys map[string][]Key, set PoolSettings) *Pool {
 	if set.Now == nil {
 		set.Now = time.Now
 	}
+	p := &Pool{set: set, state: map[slot]*slotState{}}
+	p.SetKeys(keys)
+	return p
+}
+
+// SetKeys replaces the keys after a config change. What the pool learned
+// about keys that remain (rate limits) is kept; a disabled key stays
+// disabled only while its secret is unchanged, so rotating a key re-enables
+// its slot.
+func (p *Pool) SetKeys(keys map[string][]Key) {
 	sorted := make(map[string][]Key, len(keys))
-	for p, ks := range keys {
+	for prov, ks := range keys {
 		ks = append([]Key(nil), ks...)
 		sort.SliceStable(ks, func(i, j int) bool { return ks[i].Priority < ks[j].Priority })
-		sorted[p] = ks
+		sorted[prov] = ks
 	}
-	return &Pool{set: set, keys: sorted, state: map[slot]*slotState{}}
+	p.mu.Lock()
+	p.keys = sorted
+	p.mu.Unlock()
 }
 
 // Configured reports whether the provider has any key at all.
-func (p *Pool) Configured(provider string) bool { return len(p.keys[provider]) > 0 }
+func (p *Pool) Configured(provider string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.keys[provider]) > 0
+}
 
 // Pick implements Picker.
 func (p *Pool) Pick(provider, model string) (Key, bool) {
+	now := p.set.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	ks, ok := p.keys[provider]
 	if !ok {
 		return Key{}, true
 	}
-	now := p.set.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, k := range ks {
 		st := p.state[slot{provider, k.Fingerprint, model}]
 		if st == nil || (!st.disabled && !now.Before(st.until)) {

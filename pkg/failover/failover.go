@@ -1,0 +1,298 @@
+// Package failover walks a route's fallback chain until one target produces
+// its first content, and then relays that target's stream under the
+// mid-stream rules.
+//
+// The line between the two phases is the first content frame. Before it the
+// client has seen nothing (not even a status line), so any retryable failure
+// - a refused connection, a retryable status, an overloaded body, a stalled
+// upstream, an empty success - is retried or skipped silently. After it the
+// response belongs to that target: it is never retried and never switched,
+// and a failure is reported to the client as a typed error, never as a
+// clean end.
+package failover
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retry"
+)
+
+// Cancellation causes: which timer ended an attempt, or why a request ended.
+var (
+	// ErrDeadline is the cause the server sets on a request's soft deadline
+	// (the request timeout, or the Lambda deadline minus a margin).
+	ErrDeadline = errors.New("request deadline")
+	// ErrClientGone is returned when the client disconnected.
+	ErrClientGone = errors.New("client disconnected")
+
+	errFirstToken = errors.New("first token timeout")
+	errIdle       = errors.New("idle timeout")
+)
+
+// Router opens responses by walking fallback chains. Its fields are the
+// collaborators it needs; nil optional fields take defaults.
+type Router struct {
+	// Providers maps provider ids to adapters. Required.
+	Providers map[string]provider.Provider
+	// Breakers guards targets. Required.
+	Breakers breaker.Guard
+	// Keys picks keys and learns from responses. Required.
+	Keys keys.Picker
+	// Budget caps retries per provider. Required.
+	Budget *retry.Budget
+	// Sleep waits between attempts; nil waits on a timer, honouring ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand feeds backoff jitter; nil uses math/rand.
+	Rand func() float64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one client request bound to a route.
+type Request struct {
+	Steps  []config.Step
+	Policy config.Policy
+	Req    *openaiwire.ChatRequest
+	Body   []byte
+}
+
+// Attempt records one try (or one skip) of one target.
+type Attempt struct {
+	Target   string         `json:"target"`
+	Key      string         `json:"key,omitempty"` // fingerprint, never the key
+	Status   int            `json:"status,omitempty"`
+	Category gwerr.Category `json:"category,omitempty"` // empty on success
+	Phase    string         `json:"phase,omitempty"`    // where it failed: first_byte, first_token
+	Skipped  string         `json:"skipped,omitempty"`  // breaker_open, no_key
+	Latency  time.Duration  `json:"-"`
+	LatencyM float64        `json:"latency_ms"`
+}
+
+// Trace is what happened while serving one request.
+type Trace struct {
+	Attempts      []Attempt
+	FallbackDepth int    // index in the chain of the target that served (or was tried last)
+	Target        string // the target that served, "" if none
+	Provider      string // its provider id
+}
+
+func (r *Router) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Router) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Open walks the chain until a target produces its first content and
+// returns the committed Session. The error is ErrClientGone, or a
+// *gwerr.Error that the client should see.
+func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, error) {
+	pol := rq.Policy
+	last := (*gwerr.Error)(nil)
+	maxDepth := len(rq.Steps) - 1
+	if pol.MaxFallbacks != nil {
+		maxDepth = min(maxDepth, *pol.MaxFallbacks)
+	}
+	for depth, step := range rq.Steps {
+		if depth > maxDepth {
+			break
+		}
+		if depth > 0 && last != nil && !slices.Contains(pol.FallbackOn, last.Category) {
+			return nil, last
+		}
+		tr.FallbackDepth = depth
+		s, err := r.tryTarget(ctx, rq, step, tr)
+		if err == nil {
+			tr.Target, tr.Provider = step.ID, step.Provider
+			return s, nil
+		}
+		if errors.Is(err, ErrClientGone) {
+			return nil, err
+		}
+		last = gwerr.As(err)
+		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
+			return nil, last
+		}
+	}
+	if last == nil {
+		last = gwerr.New(gwerr.Unavailable, "no target of this route is available")
+	}
+	return nil, last
+}
+
+// skipped is the error for a target that was not tried at all.
+func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s", msg) }
+
+// tryTarget makes up to step.Attempts attempts at one target.
+func (r *Router) tryTarget(ctx context.Context, rq *Request, step config.Step, tr *Trace) (*Session, error) {
+	pol := rq.Policy
+	var last *gwerr.Error
+	for n := 1; n <= step.Attempts; n++ {
+		if n == 1 {
+			r.Budget.Request(step.Provider)
+		} else {
+			if last.RetryAfter > pol.RetryAfterCap.D() {
+				break // the provider asks for longer than we wait: move on
+			}
+			if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
+				break
+			}
+			wait := max(last.RetryAfter, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
+			if last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests {
+				wait = 0 // the next attempt uses another key, if there is one
+			}
+			if err := r.sleep(ctx, wait); err != nil {
+				return nil, endErr(ctx)
+			}
+		}
+		done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+		if err != nil {
+			tr.Attempts = append(tr.Attempts, Attempt{Target: step.ID, Skipped: "breaker_open"})
+			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
+		}
+		key, ok := r.Keys.Pick(step.Provider, step.Model)
+		if !ok {
+			done(breaker.Ignored)
+			tr.Attempts = append(tr.Attempts, Attempt{Target: step.ID, Skipped: "no_key"})
+			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
+		}
+		s, err := r.attempt(ctx, rq, step, key, done, tr)
+		if err == nil {
+			return s, nil
+		}
+		if errors.Is(err, ErrClientGone) {
+			return nil, err
+		}
+		last = gwerr.As(err)
+		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
+			return nil, last
+		}
+	}
+	return nil, last
+}
+
+// endErr is the error for a request whose own context ended.
+func endErr(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), ErrDeadline) {
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}
+	}
+	return ErrClientGone
+}
+
+// attempt makes one call and reads up to the first content frame.
+func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key keys.Key, done func(breaker.Outcome), tr *Trace) (*Session, error) {
+	start := r.now()
+	actx, cancel := context.WithCancelCause(ctx)
+	limit := step.FirstTokenTimeout
+	if !rq.Req.Stream {
+		limit = rq.Policy.ResponseTimeout.D()
+	}
+	wd := time.AfterFunc(limit, func() { cancel(errFirstToken) })
+	rec := Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
+	call := &provider.Call{Req: rq.Req, Body: rq.Body, Model: step.Model, MaxTokens: step.MaxTokens, Key: key,
+		OnResponse: func(status int, h http.Header) {
+			rec.Status = status
+			r.Keys.Observe(step.Provider, step.Model, key, status, h)
+		}}
+	fail := func(stream provider.Stream, err error) (*Session, error) {
+		wd.Stop()
+		cancel(nil)
+		if stream != nil {
+			stream.Close()
+		}
+		ge, outcome := r.classify(ctx, actx, err, limit)
+		done(outcome)
+		rec.Latency = r.now().Sub(start)
+		rec.LatencyM = ms(rec.Latency)
+		if ge == nil {
+			rec.Category = "client_cancelled"
+			tr.Attempts = append(tr.Attempts, rec)
+			return nil, ErrClientGone
+		}
+		rec.Category = ge.Category
+		tr.Attempts = append(tr.Attempts, rec)
+		return nil, ge
+	}
+	stream, err := r.Providers[step.Provider].Send(actx, call)
+	if err != nil {
+		return fail(nil, err)
+	}
+	rec.Phase = "first_token"
+	var head []provider.Frame
+	for {
+		f, err := stream.Next()
+		if err == io.EOF {
+			return fail(stream, provider.EmptyResponse(step.Provider))
+		}
+		if err != nil {
+			return fail(stream, err)
+		}
+		if f.UsageOnly && !rq.Req.WantsUsage() {
+			continue
+		}
+		f.Data = append([]byte(nil), f.Data...)
+		head = append(head, f)
+		if f.Content {
+			break
+		}
+	}
+	wd.Stop()
+	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
+	idle.Stop()
+	rec.Latency = r.now().Sub(start)
+	rec.LatencyM = ms(rec.Latency)
+	rec.Phase = ""
+	tr.Attempts = append(tr.Attempts, rec)
+	return &Session{
+		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
+		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.Req.WantsUsage(),
+	}, nil
+}
+
+// classify maps an attempt's error to what the client and the breaker see.
+// A nil *gwerr.Error means the client left.
+func (r *Router) classify(ctx, actx context.Context, err error, limit time.Duration) (*gwerr.Error, breaker.Outcome) {
+	switch cause := context.Cause(actx); {
+	case errors.Is(cause, errFirstToken):
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
+	case errors.Is(cause, ErrDeadline):
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
+	case ctx.Err() != nil:
+		return nil, breaker.Ignored
+	}
+	ge := gwerr.As(err)
+	if ge.Category.ProviderFault() && ge.Code != provider.CodeProviderCredentials {
+		return ge, breaker.Failure
+	}
+	return ge, breaker.Ignored
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+)
+
+// modelObject is one entry of GET /v1/models.
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// models serves GET /v1/models: the logical models (routes).
+func (h *Handler) models(w http.ResponseWriter, r *http.Request, rid string) {
+	cfg := h.current.Load().cfg
+	list := struct {
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{Object: "list", Data: []modelObject{}}
+	for _, name := range cfg.RouteNames() {
+		list.Data = append(list.Data, modelObject{ID: name, Object: "model", OwnedBy: "llmgw"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// modelPath extracts the id from /v1/models/{id}.
+func modelPath(p string) (string, bool) {
+	id, ok := strings.CutPrefix(p, "/v1/models/")
+	return id, ok && id != ""
+}
+
+// model serves GET /v1/models/{id}.
+func (h *Handler) model(w http.ResponseWriter, rid, id string) {
+	if _, ok := h.current.Load().cfg.Routes[id]; !ok {
+		writeError(w, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		return
+	}
+	writeJSON(w, http.StatusOK, modelObject{ID: id, Object: "model", OwnedBy: "llmgw"})
+}
+
+// targetHealth is one target in GET /healthz. It names keys only by
+// fingerprint.
+type targetHealth struct {
+	ID       string           `json:"id"`
+	Provider string           `json:"provider"`
+	Kind     string           `json:"kind"`
+	Model    string           `json:"model"`
+	Disabled bool             `json:"disabled,omitempty"`
+	Breaker  breaker.Snapshot `json:"breaker"`
+	Keys     []keys.Status    `json:"keys,omitempty"`
+}
+
+// health serves GET /healthz: every target's breaker and key state.
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	rt := h.current.Load()
+	out := struct {
+		Status  string         `json:"status"`
+		Routes  []string       `json:"routes"`
+		Targets []targetHealth `json:"targets"`
+	}{Status: "ok", Routes: rt.cfg.RouteNames(), Targets: []targetHealth{}}
+	seen := map[string]bool{}
+	for _, name := range rt.cfg.RouteNames() {
+		for _, t := range rt.cfg.Routes[name].Targets {
+			if t.Route != "" {
+				continue
+			}
+			id := t.Provider + "/" + t.Model
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			p := rt.cfg.Providers[t.Provider]
+			th := targetHealth{ID: id, Provider: t.Provider, Kind: p.Kind, Model: t.Model, Disabled: p.Disabled,
+				Breaker: h.opts.Breakers.Snapshot(id), Keys: h.opts.Keys.Statuses(t.Provider, t.Model)}
+			if t.Breaker != "" {
+				th.Breaker.Forced = breaker.Force(t.Breaker)
+			}
+			out.Targets = append(out.Targets, th)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

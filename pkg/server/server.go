@@ -1,0 +1,233 @@
+// Package server is the gateway's HTTP front: the OpenAI-compatible API
+// (POST /v1/chat/completions, GET /v1/models), GET /healthz, request ids,
+// the per-request log line and usage record, and panic recovery. The same
+// http.Handler serves local mode (net/http) and Lambda (lambdaurl).
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/failover"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/providers"
+	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/usage"
+)
+
+// Options are the handler's hooks and collaborators. Nil fields take
+// defaults, in the manner of httputil.ReverseProxy.
+type Options struct {
+	// Logger receives one JSON line per request and state transitions
+	// (nil: JSON to stderr).
+	Logger *slog.Logger
+	// Record is called once per request with its usage record, before the
+	// handler returns (on Lambda the environment may freeze right after).
+	// Nil: the record is only logged.
+	Record func(ctx context.Context, rec *usage.Record)
+	// ResolveKey returns the secret a key reference points at; ok false
+	// skips that key. Nil: environment variables only.
+	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
+	// Breakers guards targets (nil: in-process breakers from the config).
+	Breakers interface {
+		breaker.Guard
+		breaker.Reporter
+	}
+	// Keys picks provider keys (nil: an in-process pool).
+	Keys interface {
+		keys.Picker
+		Statuses(provider, model string) []keys.Status
+	}
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Handler serves the gateway API. Build it with New; swap its config with
+// Reload.
+type Handler struct {
+	opts    Options
+	log     *slog.Logger
+	budget  *retry.Budget
+	pool    *keys.Pool // the default key pool, when Options.Keys is nil
+	current atomic.Pointer[runtimeState]
+}
+
+// runtimeState is everything derived from one config.
+type runtimeState struct {
+	cfg    *config.Config
+	router *failover.Router
+	kinds  map[string]string // provider id -> kind
+}
+
+// New returns a Handler serving cfg.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ResolveKey == nil {
+		opts.ResolveKey = EnvKeys
+	}
+	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget()}
+	h.budget.Now = opts.Now
+	if h.opts.Breakers == nil {
+		set := breaker.NewSet(cfg.Breaker)
+		set.Now = opts.Now
+		set.OnTransition = func(target string, from, to breaker.State, s breaker.Snapshot) {
+			h.log.LogAttrs(context.Background(), slog.LevelWarn, "breaker", slog.String("target", target),
+				slog.String("from", string(from)), slog.String("to", string(to)),
+				slog.Float64("error_rate", s.ErrorRate), slog.Int("window_requests", s.Requests),
+				slog.Time("open_until", s.OpenUntil))
+		}
+		h.opts.Breakers = set
+	}
+	if h.opts.Keys == nil {
+		h.pool = keys.NewPool(nil, keys.PoolSettings{Now: opts.Now})
+		h.opts.Keys = h.pool
+	}
+	if err := h.Reload(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// EnvKeys resolves env key references; an unset or empty variable skips
+// the key. Other references are skipped too.
+func EnvKeys(_ context.Context, ref config.KeyRef) (string, bool, error) {
+	if ref.Env == "" {
+		return "", false, nil
+	}
+	v := os.Getenv(ref.Env)
+	return v, v != "", nil
+}
+
+// Reload swaps in a new config. In-flight requests finish on the old one;
+// breaker and key state carry over.
+func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
+	provs, err := providers.Build(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	resolved := map[string][]keys.Key{}
+	kinds := map[string]string{}
+	for _, id := range cfg.ProviderIDs() {
+		p := cfg.Providers[id]
+		kinds[id] = p.Kind
+		if len(p.Keys) == 0 {
+			continue
+		}
+		ks := []keys.Key{}
+		for i, ref := range p.Keys {
+			secret, ok, err := h.opts.ResolveKey(ctx, ref)
+			if err != nil {
+				return fmt.Errorf("provider %s: keys[%d]: %w", id, i, err)
+			}
+			if !ok {
+				h.log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: its reference resolves to nothing",
+					slog.String("provider", id), slog.Int("key_index", i))
+				continue
+			}
+			prio := ref.Priority
+			if prio == 0 {
+				prio = i
+			}
+			ks = append(ks, keys.New(secret, prio))
+		}
+		resolved[id] = ks
+	}
+	if h.pool != nil {
+		h.pool.SetKeys(resolved)
+	}
+	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
+		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now,
+	}}
+	h.current.Store(rt)
+	return nil
+}
+
+// Config returns the config in force.
+func (h *Handler) Config() *config.Config { return h.current.Load().cfg }
+
+// ServeHTTP routes a request. It never lets a panic escape: lambdaurl has no
+// recover, and a panic there would kill the process.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := requestID(r)
+	w.Header().Set("x-request-id", rid)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
+				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			writeError(w, gwerr.New(gwerr.Internal, "internal error"), rid)
+		}
+	}()
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, rid, http.MethodPost)
+			return
+		}
+		h.chat(w, r, rid)
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, rid, http.MethodGet)
+			return
+		}
+		h.models(w, r, rid)
+	case "/healthz":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, rid, http.MethodGet)
+			return
+		}
+		h.health(w, r)
+	default:
+		if m, ok := modelPath(r.URL.Path); ok && r.Method == http.MethodGet {
+			h.model(w, rid, m)
+			return
+		}
+		writeError(w, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+	}
+}
+
+func methodNotAllowed(w http.ResponseWriter, rid, allow string) {
+	w.Header().Set("Allow", allow)
+	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode("method_not_allowed")
+	writeErrorStatus(w, e, rid, http.StatusMethodNotAllowed)
+}
+
+// requestID returns the client's x-request-id when it is short and plain,
+// else a new random id.
+func requestID(r *http.Request) string {
+	if v := r.Header.Get("x-request-id"); len(v) >= 8 && len(v) <= 64 && plainID(v) {
+		return v
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+func plainID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
