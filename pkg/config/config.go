@@ -150,8 +150,8 @@ type Policy struct {
 	BackoffMax  Duration `json:"backoff_max,omitempty"`
 	// RetryBudget caps retries of one provider as a share of its traffic
 	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
-	RetryBudget     float64 `json:"retry_budget,omitempty"`
-	MinRetriesPerMin int    `json:"min_retries_per_minute,omitempty"`
+	RetryBudget      float64 `json:"retry_budget,omitempty"`
+	MinRetriesPerMin int     `json:"min_retries_per_minute,omitempty"`
 }
 
 // BreakerSettings tunes the circuit breakers, one per target.

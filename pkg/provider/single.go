@@ -21,5 +21,5 @@ func (s *single) Next() (Frame, error) {
 	return s.frame, nil
 }
 
-func (s *single) Usage() Usage  { return s.usage }
+func (s *single) Usage() Usage { return s.usage }
 func (s *single) Close() error { return nil }

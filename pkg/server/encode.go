@@ -25,15 +25,15 @@ func (e *sseEncoder) frame(data []byte) []byte {
 	e.buf = sse.AppendData(e.buf[:0], data)
 	return e.buf
 }
-func (e *sseEncoder) end() []byte              { return sse.Done }
+func (e *sseEncoder) end() []byte                 { return sse.Done }
 func (e *sseEncoder) fail(envelope []byte) []byte { return sse.AppendData(nil, envelope) }
 
 // jsonEncoder writes the one frame of a non-streaming response. A failure
 // after commit cannot happen there: the body is whole before it is sent.
 type jsonEncoder struct{}
 
-func (jsonEncoder) frame(data []byte) []byte   { return data }
-func (jsonEncoder) end() []byte                { return nil }
+func (jsonEncoder) frame(data []byte) []byte    { return data }
+func (jsonEncoder) end() []byte                 { return nil }
 func (jsonEncoder) fail(envelope []byte) []byte { return nil }
 
 // writeError writes an error response in the OpenAI error shape and returns

@@ -230,4 +230,3 @@ func plainID(s string) bool {
 	}
 	return true
 }
-
