@@ -173,9 +173,14 @@ func testRoundTrip(t *testing.T, s store.Store, clk *Clock) {
 		Strs:    map[string]string{"s": "hello", "u": "ünïcode ✓", "empty": ""},
 		Data:    []byte{0, 1, 2, 0xff, '{', '}'},
 	}
-	want := in
-	want.Version = 1
-	want.Expires = clk.Now().Add(time.Hour + time.Second).UTC() // rounded up to a second
+	want := store.Item{
+		Key:     k,
+		Version: 1,
+		Expires: clk.Now().Add(time.Hour + time.Second).UTC(), // rounded up to a second
+		Nums:    maps.Clone(in.Nums),
+		Strs:    maps.Clone(in.Strs),
+		Data:    bytes.Clone(in.Data),
+	}
 	got := mustPut(t, s, in, store.Always())
 	wantItem(t, got, want, "Put result")
 	if got.Expires.Location() != time.UTC {
@@ -638,15 +643,15 @@ func testQuery(t *testing.T, s store.Store, clk *Clock) {
 			}
 		}
 	}
-	check("", "", 0, QueryItems)               // whole partition, across pages
-	check(sk(100), sk(200), 100, 100)          // skFrom inclusive, skTo exclusive
-	check(sk(100), sk(100)+"\x00", 100, 1)     // a single item
+	check("", "", 0, QueryItems)           // whole partition, across pages
+	check(sk(100), sk(200), 100, 100)      // skFrom inclusive, skTo exclusive
+	check(sk(100), sk(100)+"\x00", 100, 1) // a single item
 	check(sk(QueryItems-100), "", QueryItems-100, 100)
 	check("", sk(50), 0, 50)
 	check("", sk(0), 0, 0)
-	check(sk(300), sk(300), 0, 0)              // empty range
-	check(sk(301), sk(300), 0, 0)              // inverted range
-	check("item-", "item.", 0, QueryItems)     // prefix range
+	check(sk(300), sk(300), 0, 0)          // empty range
+	check(sk(301), sk(300), 0, 0)          // inverted range
+	check("item-", "item.", 0, QueryItems) // prefix range
 	check("zzz", "", 0, 0)
 
 	// Early stop: fn returning false ends the Query without error.

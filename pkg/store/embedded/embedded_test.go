@@ -1,0 +1,64 @@
+package embedded_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
+)
+
+func newStore(t testing.TB) *embedded.Store {
+	t.Helper()
+	// A small batch makes the suite's Query cross many batches.
+	s, err := embedded.Open("", embedded.WithClock(storetest.Now(t)), embedded.WithQueryBatch(17))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
+}
+
+func BenchmarkEmbedded(b *testing.B) {
+	storetest.Benchmark(b, func(b *testing.B) store.Store {
+		s, err := embedded.Open("")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestPersistsAcrossReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := embedded.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	k := store.Key{PK: "p", SK: "s"}
+	if _, err := s.Add(ctx, k, map[string]float64{"n": 3}, store.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a named file must survive Close: %v", err)
+	}
+	s, err = embedded.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	it, found, err := s.Get(ctx, k)
+	if err != nil || !found || it.Nums["n"] != 3 || it.Version != 1 {
+		t.Fatalf("after reopen: %+v %v %v", it, found, err)
+	}
+}
