@@ -559,7 +559,12 @@ func (s *Store) add(ctx context.Context, k store.Key, deltas map[string]float64,
 			return store.Item{}, err
 		}
 		if !found {
-			continue // deleted meanwhile: the next attempt creates it
+			// Absent: the condition failed on a limit that even zero
+			// exceeds, or the item was deleted meanwhile (retry).
+			if name, over := store.ExceedsMax(nil, deltas, opts.Max); over {
+				return store.Item{}, fmt.Errorf("%w: attribute %q", store.ErrLimit, name)
+			}
+			continue
 		}
 		if !store.Expired(cur.ttl, s.now()) {
 			if name, clash := store.StringClash(cur.item.Strs, deltas, opts.Max); clash {
@@ -648,16 +653,15 @@ func (s *Store) query(ctx context.Context, pk, skFrom, skTo string, fn func(stor
 		now := s.now()
 		e := newExpr()
 		keyCond := e.name(store.AttrPK) + " = " + e.value(str(pk))
-		sk := e.name(store.AttrSK)
-		switch {
+		switch sk := store.AttrSK; {
 		case skFrom != "" && skTo != "":
 			// Only one sort key condition is allowed; BETWEEN is inclusive,
 			// so an item at exactly skTo is dropped below.
-			keyCond += " AND " + sk + " BETWEEN " + e.value(str(skFrom)) + " AND " + e.value(str(skTo))
+			keyCond += " AND " + e.name(sk) + " BETWEEN " + e.value(str(skFrom)) + " AND " + e.value(str(skTo))
 		case skFrom != "":
-			keyCond += " AND " + sk + " >= " + e.value(str(skFrom))
+			keyCond += " AND " + e.name(sk) + " >= " + e.value(str(skFrom))
 		case skTo != "":
-			keyCond += " AND " + sk + " < " + e.value(str(skTo))
+			keyCond += " AND " + e.name(sk) + " < " + e.value(str(skTo))
 		}
 		filter := e.live(now)
 		in := &dynamodb.QueryInput{
