@@ -1,0 +1,295 @@
+// Package gwstack defines the CloudFormation stack of the LLM gateway: the
+// DynamoDB table, the gateway and rollup Lambda functions, the seeded SSM
+// configuration, least-privilege IAM, alarms and a dashboard.
+//
+// The stack is built from a Settings value (see FromContext); the CDK app in
+// infra/ and the synthesis tests both call New.
+package gwstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Environment variable names the functions read.
+const (
+	EnvTable         = "LLMGW_TABLE"
+	EnvConfigPath    = "LLMGW_CONFIG_PATH"
+	EnvConfigRefresh = "LLMGW_CONFIG_REFRESH"
+	EnvStage         = "LLMGW_STAGE"
+)
+
+// Gateway is the stack and the resources tests and callers may want to
+// reach.
+type Gateway struct {
+	// Stack is the CloudFormation stack "llmgw-<stage>".
+	Stack awscdk.Stack
+	// Settings are the validated settings the stack was built from.
+	Settings Settings
+	// Table is the single DynamoDB table.
+	Table awsdynamodb.Table
+	// GatewayFn serves the OpenAI-compatible API behind URL.
+	GatewayFn awslambda.Function
+	// URL is the gateway Function URL (RESPONSE_STREAM).
+	URL awslambda.FunctionUrl
+	// RollupFn aggregates usage on a schedule.
+	RollupFn awslambda.Function
+	// GatewayLogs and RollupLogs are the functions' log groups.
+	GatewayLogs, RollupLogs awslogs.LogGroup
+	// ConfigParameters are the seeded configuration parameters, in name order.
+	ConfigParameters []awsssm.StringParameter
+	// Alarms are all alarms of the stack.
+	Alarms []awscloudwatch.Alarm
+	// Dashboard is the CloudWatch dashboard.
+	Dashboard awscloudwatch.Dashboard
+
+	gatewayRole, rollupRole awsiam.Role
+	configChunks            []ConfigChunk
+	bedrockRegions          []string
+}
+
+// New defines the gateway stack in scope. It validates s (filling in
+// defaults such as the stack name) and fails on an invalid seed config.
+func New(scope constructs.Construct, s Settings) (*Gateway, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"gateway", "rollup"} {
+		bin := filepath.Join(s.AssetDir, name, "bootstrap")
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("lambda binary %s not found (run scripts/build-lambda.sh first, or set -c assetDir=...): %w", bin, err)
+		}
+	}
+	rendered := RenderSeedConfig(s.SeedConfig, s.Stage)
+	chunks, err := SplitConfig(rendered, MaxParameterBytes)
+	if err != nil {
+		return nil, err
+	}
+	regions, err := BedrockRegions(rendered)
+	if err != nil {
+		return nil, err
+	}
+
+	var env *awscdk.Environment
+	if s.Account != "" || s.Region != "" {
+		env = &awscdk.Environment{}
+		if s.Account != "" {
+			env.Account = jsii.String(s.Account)
+		}
+		if s.Region != "" {
+			env.Region = jsii.String(s.Region)
+		}
+	}
+	stack := awscdk.NewStack(scope, jsii.String(s.StackName), &awscdk.StackProps{
+		Env:         env,
+		Description: jsii.String(fmt.Sprintf("llmgw LLM gateway, stage %s", s.Stage)),
+	})
+	awscdk.Tags_Of(stack).Add(jsii.String("llmgw:stage"), jsii.String(s.Stage), nil)
+
+	g := &Gateway{
+		Stack:        stack,
+		Settings:     s,
+		configChunks: chunks,
+	}
+	// The stack region is always granted (a token when the stack is
+	// environment-agnostic), plus the seed config's and context's regions.
+	g.bedrockRegions = mergeRegions(*stack.Region(), regions, s.BedrockRegions)
+	g.addTable()
+	g.addConfig()
+	g.addGateway()
+	g.addRollup()
+	g.addAlarms()
+	g.addDashboard()
+	g.addOutputs()
+	g.addNagSuppressions()
+	return g, nil
+}
+
+// removalPolicy maps the settings value to the CDK enum.
+func (g *Gateway) removalPolicy() awscdk.RemovalPolicy {
+	if g.Settings.RemovalPolicy == RemovalDestroy {
+		return awscdk.RemovalPolicy_DESTROY
+	}
+	return awscdk.RemovalPolicy_RETAIN
+}
+
+// addTable defines the single table: pk/sk strings, TTL on "ttl",
+// on-demand, PITR, AWS-managed KMS encryption. Retained tables also get
+// deletion protection.
+func (g *Gateway) addTable() {
+	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		TimeToLiveAttribute: jsii.String("ttl"),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+		RemovalPolicy:      g.removalPolicy(),
+		DeletionProtection: jsii.Bool(g.Settings.RemovalPolicy == RemovalRetain),
+	})
+}
+
+// addConfig seeds the configuration parameters under the config path.
+// CloudFormation owns these parameters: a deploy resets them to the seed.
+// Operator changes belong in extra parameters under the same path (they
+// sort after "00-base*" and are merged last) or in seed-config.yaml.
+func (g *Gateway) addConfig() {
+	for _, c := range g.configChunks {
+		p := awsssm.NewStringParameter(g.Stack, jsii.String("Config"+c.Name), &awsssm.StringParameterProps{
+			ParameterName: jsii.String(g.Settings.ConfigPath() + c.Name),
+			StringValue:   jsii.String(c.Value),
+			Tier:          awsssm.ParameterTier_STANDARD,
+			Description:   jsii.String("llmgw seed configuration (managed by CloudFormation; add overrides as separate parameters)"),
+		})
+		g.ConfigParameters = append(g.ConfigParameters, p)
+	}
+}
+
+// newRole returns a role for a Lambda function with no managed policies:
+// log writes are granted on the function's own log group only.
+func (g *Gateway) newRole(id, description string, logs awslogs.LogGroup) awsiam.Role {
+	role := awsiam.NewRole(g.Stack, jsii.String(id), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String(description),
+	})
+	logs.GrantWrite(role)
+	return role
+}
+
+// newLogGroup returns a log group with the configured retention.
+func (g *Gateway) newLogGroup(id string) awslogs.LogGroup {
+	retention, _ := g.Settings.Retention() // validated in New
+	return awslogs.NewLogGroup(g.Stack, jsii.String(id), &awslogs.LogGroupProps{
+		Retention:     retention,
+		RemovalPolicy: g.removalPolicy(),
+	})
+}
+
+// addGateway defines the gateway function, its Function URL and its grants.
+func (g *Gateway) addGateway() {
+	s := g.Settings
+	g.GatewayLogs = g.newLogGroup("GatewayLogs")
+	role := g.newRole("GatewayRole", "llmgw gateway function ("+s.Stage+")", g.GatewayLogs)
+	g.gatewayRole = role
+	var reserved *float64
+	if s.GatewayReservedConcurrency != nil {
+		reserved = jsii.Number(float64(*s.GatewayReservedConcurrency))
+	}
+	g.GatewayFn = awslambda.NewFunction(g.Stack, jsii.String("Gateway"), &awslambda.FunctionProps{
+		Description:                  jsii.String("llmgw gateway (" + s.Stage + "): OpenAI-compatible API with routing, fallbacks and budgets"),
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(s.AssetDir, "gateway")), nil),
+		MemorySize:                   jsii.Number(float64(s.GatewayMemoryMB)),
+		Timeout:                      awscdk.Duration_Seconds(jsii.Number(s.GatewayTimeout.Seconds())),
+		ReservedConcurrentExecutions: reserved,
+		Role:                         role,
+		LogGroup:                     g.GatewayLogs,
+		Environment: &map[string]*string{
+			EnvTable:         g.Table.TableName(),
+			EnvConfigPath:    jsii.String(s.ConfigPath()),
+			EnvConfigRefresh: jsii.String(s.ConfigRefresh),
+			EnvStage:         jsii.String(s.Stage),
+		},
+	})
+
+	opts := &awslambda.FunctionUrlOptions{
+		AuthType:   awslambda.FunctionUrlAuthType_NONE,
+		InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
+	}
+	if s.FunctionURLAuthType == AuthAWSIAM {
+		opts.AuthType = awslambda.FunctionUrlAuthType_AWS_IAM
+	}
+	if len(s.CORSAllowedOrigins) > 0 {
+		opts.Cors = &awslambda.FunctionUrlCorsOptions{
+			AllowedOrigins: jsii.Strings(s.CORSAllowedOrigins...),
+			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET, awslambda.HttpMethod_POST},
+			AllowedHeaders: jsii.Strings("authorization", "content-type", "x-api-key", "anthropic-version", "openai-beta"),
+			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),
+		}
+	}
+	g.URL = g.GatewayFn.AddFunctionUrl(opts)
+
+	g.grantTable(role, gatewayTableActions)
+	g.grantConfigRead(role)
+	g.grantProviderKeys(role)
+	g.grantBedrock(role)
+}
+
+// addRollup defines the rollup function and its two schedules.
+func (g *Gateway) addRollup() {
+	s := g.Settings
+	g.RollupLogs = g.newLogGroup("RollupLogs")
+	role := g.newRole("RollupRole", "llmgw usage rollup function ("+s.Stage+")", g.RollupLogs)
+	g.rollupRole = role
+	g.RollupFn = awslambda.NewFunction(g.Stack, jsii.String("Rollup"), &awslambda.FunctionProps{
+		Description:  jsii.String("llmgw usage rollup (" + s.Stage + "): hourly aggregates and the daily close"),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(s.AssetDir, "rollup")), nil),
+		MemorySize:   jsii.Number(float64(s.RollupMemoryMB)),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(s.RollupTimeout.Seconds())),
+		Role:         role,
+		LogGroup:     g.RollupLogs,
+		Environment: &map[string]*string{
+			EnvTable:      g.Table.TableName(),
+			EnvConfigPath: jsii.String(s.ConfigPath()),
+			EnvStage:      jsii.String(s.Stage),
+		},
+	})
+	g.grantTable(role, rollupTableActions)
+	g.grantConfigRead(role)
+
+	schedule := func(id, description string, sch awsevents.Schedule, mode string) {
+		awsevents.NewRule(g.Stack, jsii.String(id), &awsevents.RuleProps{
+			Description: jsii.String(description),
+			Schedule:    sch,
+			Targets: &[]awsevents.IRuleTarget{
+				awseventstargets.NewLambdaFunction(g.RollupFn, &awseventstargets.LambdaFunctionProps{
+					Event:         awsevents.RuleTargetInput_FromObject(map[string]string{"mode": mode}),
+					RetryAttempts: jsii.Number(2),
+					MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
+				}),
+			},
+		})
+	}
+	schedule("RollupHourly", "llmgw hourly usage rollup ("+s.Stage+")",
+		awsevents.Schedule_Rate(awscdk.Duration_Hours(jsii.Number(1))), "hourly")
+	schedule("RollupDaily", "llmgw daily close at 00:15 UTC ("+s.Stage+")",
+		awsevents.Schedule_Cron(&awsevents.CronOptions{Minute: jsii.String("15"), Hour: jsii.String("0")}), "daily")
+}
+
+// addOutputs exports what operators and clients need.
+func (g *Gateway) addOutputs() {
+	out := func(id, value, description string) {
+		awscdk.NewCfnOutput(g.Stack, jsii.String(id), &awscdk.CfnOutputProps{
+			Value:       jsii.String(value),
+			Description: jsii.String(description),
+		})
+	}
+	out("FunctionUrl", *g.URL.Url(), "Gateway base URL; OpenAI SDKs use <FunctionUrl>v1 as base_url")
+	out("TableName", *g.Table.TableName(), "DynamoDB table (LLMGW_TABLE)")
+	out("ConfigPath", g.Settings.ConfigPath(), "SSM path of the gateway configuration (LLMGW_CONFIG_PATH)")
+	out("KeysPath", g.Settings.KeysPath(), "SSM path where operators create provider keys as SecureString parameters")
+	out("GatewayFunctionName", *g.GatewayFn.FunctionName(), "Gateway Lambda function")
+	out("GatewayLogGroup", *g.GatewayLogs.LogGroupName(), "Gateway logs (aws logs tail <name> --follow)")
+	out("RollupLogGroup", *g.RollupLogs.LogGroupName(), "Rollup logs")
+	out("DashboardName", *g.Dashboard.DashboardName(), "CloudWatch dashboard")
+}

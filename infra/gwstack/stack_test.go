@@ -1,0 +1,822 @@
+package gwstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// assetDir holds dummy gateway/bootstrap and rollup/bootstrap files so the
+// tests do not need the real Lambda build.
+var assetDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+	// Past its end-of-life date jsii prints a different banner, silenced
+	// per major version.
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20,22")
+	os.Unsetenv("CDK_OUTDIR") // app.Synth must work without it (temp dir)
+	tmp, err := os.MkdirTemp("", "llmgw-infra-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	// The jsii node process inherits TMPDIR: synthesized assemblies land in
+	// tmp and are removed with it.
+	os.Setenv("TMPDIR", tmp)
+	assetDir = filepath.Join(tmp, "assets")
+	for _, name := range []string{"gateway", "rollup"} {
+		dir := filepath.Join(assetDir, name)
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			err = os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n# dummy "+name+"\n"), 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	defer jsii.Close()
+	return m.Run()
+}
+
+// cdkJSONContext returns the "context" of the repository's cdk.json, so the
+// tests synthesize with the same feature flags and defaults as `cdk deploy`.
+func cdkJSONContext(t *testing.T) map[string]interface{} {
+	t.Helper()
+	b, err := os.ReadFile("../../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		App     string                 `json:"app"`
+		Context map[string]interface{} `json:"context"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("cdk.json: %v", err)
+	}
+	if doc.App != "go run ./infra" {
+		t.Errorf("cdk.json app = %q", doc.App)
+	}
+	return doc.Context
+}
+
+// fixture is one synthesized stack, with cdk-nag AwsSolutions checks applied.
+type fixture struct {
+	g    *Gateway
+	tmpl assertions.Template
+	json map[string]interface{}
+}
+
+var fixtures = map[string]*fixture{}
+
+// Context overrides of the shared fixtures.
+var fixtureContexts = map[string]map[string]interface{}{
+	"default": {},
+	"prod": {
+		"stage":                      "prod",
+		"functionUrlAuthType":        "AWS_IAM",
+		"gatewayReservedConcurrency": "50",
+		"removalPolicy":              "destroy",
+		"alarmTopicArn":              "arn:aws:sns:eu-west-1:123456789012:ops-alerts",
+		"corsAllowedOrigins":         "https://a.example.com, https://b.example.com",
+		"logRetentionDays":           "90",
+		"gatewayMemorySize":          "2048",
+		"gatewayTimeout":             "300",
+		"configRefresh":              "1m",
+		"bedrockRegions":             "us-west-2",
+		"fallbackRateThreshold":      "35",
+	},
+	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it.
+	"pinned": {},
+}
+
+// get synthesizes (once) and returns the named fixture.
+func get(t *testing.T, name string) *fixture {
+	t.Helper()
+	if f, ok := fixtures[name]; ok {
+		return f
+	}
+	ctx := cdkJSONContext(t)
+	for k, v := range fixtureContexts[name] {
+		ctx[k] = v
+	}
+	ctx[CtxAssetDir] = assetDir
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	s, err := FromContext(app.Node(), readSeed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "pinned" {
+		s.Account, s.Region = "123456789012", "eu-west-1"
+	}
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	g, err := New(app, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := synthTemplate(t, g)
+	f := &fixture{g: g, tmpl: tmpl, json: *tmpl.ToJSON()}
+	fixtures[name] = f
+	return f
+}
+
+// synthTemplate synthesizes the stack. Error annotations (unsuppressed
+// cdk-nag errors) make synthesis fail validation; report that as a test
+// failure (the findings are printed above it) instead of a panic.
+func synthTemplate(t *testing.T, g *Gateway) (tmpl assertions.Template) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("synthesis of %s failed (cdk-nag errors are listed above): %v", *g.Stack.StackName(), r)
+		}
+	}()
+	return assertions.Template_FromStack(g.Stack, nil)
+}
+
+// check runs CDK assertions, which throw (panic in Go) on mismatch, and
+// turns a failure into a test error so the other assertions still run.
+func check(t *testing.T, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%v", r)
+		}
+	}()
+	assertion()
+}
+
+func (f *fixture) count(t *testing.T, typ string, n int) {
+	t.Helper()
+	check(t, func() { f.tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
+}
+
+func (f *fixture) props(t *testing.T, typ string, props interface{}) {
+	t.Helper()
+	check(t, func() { f.tmpl.HasResourceProperties(jsii.String(typ), props) })
+}
+
+func (f *fixture) propsCount(t *testing.T, typ string, props interface{}, n int) {
+	t.Helper()
+	check(t, func() { f.tmpl.ResourcePropertiesCountIs(jsii.String(typ), props, jsii.Number(float64(n))) })
+}
+
+func (f *fixture) resource(t *testing.T, typ string, props interface{}) {
+	t.Helper()
+	check(t, func() { f.tmpl.HasResource(jsii.String(typ), props) })
+}
+
+func (f *fixture) output(t *testing.T, id string, props interface{}) {
+	t.Helper()
+	check(t, func() { f.tmpl.HasOutput(jsii.String(id), props) })
+}
+
+// resources returns the template resources of a type, by logical ID.
+func (f *fixture) resources(typ string) map[string]map[string]interface{} {
+	out := map[string]map[string]interface{}{}
+	for id, r := range f.json["Resources"].(map[string]interface{}) {
+		res := r.(map[string]interface{})
+		if res["Type"] == typ {
+			out[id] = res
+		}
+	}
+	return out
+}
+
+// logicalID returns the logical ID of a construct's CloudFormation resource.
+func (f *fixture) logicalID(c interface{ Node() constructs.Node }) string {
+	return *f.g.Stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+// flatten renders a template value as a string: Fn::Join is joined, Ref and
+// Fn::GetAtt become ${X} and ${X.Attr} (at any depth); a value that is not a
+// string after that is rendered as JSON.
+func flatten(v interface{}) string {
+	r := resolve(v)
+	if s, ok := r.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func resolve(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		if j, ok := t["Fn::Join"].([]interface{}); ok {
+			var parts []string
+			for _, p := range j[1].([]interface{}) {
+				parts = append(parts, flatten(p))
+			}
+			return strings.Join(parts, j[0].(string))
+		}
+		if r, ok := t["Ref"].(string); ok {
+			return "${" + r + "}"
+		}
+		if a, ok := t["Fn::GetAtt"].([]interface{}); ok {
+			return fmt.Sprintf("${%v.%v}", a[0], a[1])
+		}
+		out := map[string]interface{}{}
+		for k, e := range t {
+			out[k] = resolve(e)
+		}
+		return out
+	case []interface{}:
+		out := make([]interface{}, len(t))
+		for i, e := range t {
+			out[i] = resolve(e)
+		}
+		return out
+	}
+	return v
+}
+
+func asList(v interface{}) []interface{} {
+	if l, ok := v.([]interface{}); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []interface{}{v}
+}
+
+// statement is one IAM policy statement and the roles its policy is
+// attached to.
+type statement struct {
+	policy string
+	roles  string
+	body   map[string]interface{}
+}
+
+// statements returns every statement of every AWS::IAM::Policy, of inline
+// role policies and of managed policies in the template.
+func (f *fixture) statements() []statement {
+	var out []statement
+	add := func(policy, roles string, doc interface{}) {
+		for _, s := range asList(doc.(map[string]interface{})["Statement"]) {
+			out = append(out, statement{policy: policy, roles: roles, body: s.(map[string]interface{})})
+		}
+	}
+	for _, typ := range []string{"AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"} {
+		for id, r := range f.resources(typ) {
+			props := r["Properties"].(map[string]interface{})
+			add(id, flatten(props["Roles"]), props["PolicyDocument"])
+		}
+	}
+	for id, r := range f.resources("AWS::IAM::Role") {
+		props := r["Properties"].(map[string]interface{})
+		for _, p := range asList(props["Policies"]) {
+			add(id+"/inline", id, p.(map[string]interface{})["PolicyDocument"])
+		}
+	}
+	return out
+}
+
+// bySid returns the statements with the given Sid attached to roles whose
+// logical ID contains role.
+func (f *fixture) bySid(t *testing.T, role, sid string) []statement {
+	t.Helper()
+	var out []statement
+	for _, s := range f.statements() {
+		if s.body["Sid"] == sid && strings.Contains(s.roles, role) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no statement %s on %s", sid, role)
+	}
+	return out
+}
+
+func resourcesOf(s statement) []string {
+	var out []string
+	for _, r := range asList(s.body["Resource"]) {
+		out = append(out, flatten(r))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestTable(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::DynamoDB::Table", 1)
+	f.props(t, "AWS::DynamoDB::Table", map[string]interface{}{
+		"KeySchema": []interface{}{
+			map[string]interface{}{"AttributeName": "pk", "KeyType": "HASH"},
+			map[string]interface{}{"AttributeName": "sk", "KeyType": "RANGE"},
+		},
+		"AttributeDefinitions": []interface{}{
+			map[string]interface{}{"AttributeName": "pk", "AttributeType": "S"},
+			map[string]interface{}{"AttributeName": "sk", "AttributeType": "S"},
+		},
+		"BillingMode":                      "PAY_PER_REQUEST",
+		"TimeToLiveSpecification":          map[string]interface{}{"AttributeName": "ttl", "Enabled": true},
+		"PointInTimeRecoverySpecification": map[string]interface{}{"PointInTimeRecoveryEnabled": true},
+		"SSESpecification":                 map[string]interface{}{"SSEEnabled": true},
+		"DeletionProtectionEnabled":        true,
+		"GlobalSecondaryIndexes":           assertions.Match_Absent(),
+	})
+	f.resource(t, "AWS::DynamoDB::Table", map[string]interface{}{
+		"DeletionPolicy":      "Retain",
+		"UpdateReplacePolicy": "Retain",
+	})
+}
+
+func TestFunctions(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::Lambda::Function", 2)
+	f.propsCount(t, "AWS::Lambda::Function", map[string]interface{}{
+		"Runtime":       "provided.al2023",
+		"Architectures": []interface{}{"arm64"},
+		"Handler":       "bootstrap",
+	}, 2)
+	table := f.logicalID(f.g.Table)
+	f.props(t, "AWS::Lambda::Function", map[string]interface{}{
+		"MemorySize": 1024,
+		"Timeout":    900,
+		"Environment": map[string]interface{}{"Variables": map[string]interface{}{
+			"LLMGW_TABLE":          map[string]interface{}{"Ref": table},
+			"LLMGW_CONFIG_PATH":    "/llmgw/dev/config/",
+			"LLMGW_CONFIG_REFRESH": "15s",
+			"LLMGW_STAGE":          "dev",
+		}},
+		"ReservedConcurrentExecutions": assertions.Match_Absent(),
+		"LoggingConfig": map[string]interface{}{
+			"LogGroup": map[string]interface{}{"Ref": f.logicalID(f.g.GatewayLogs)},
+		},
+	})
+	f.props(t, "AWS::Lambda::Function", map[string]interface{}{
+		"Environment": map[string]interface{}{"Variables": map[string]interface{}{
+			"LLMGW_TABLE":       map[string]interface{}{"Ref": table},
+			"LLMGW_CONFIG_PATH": "/llmgw/dev/config/",
+		}},
+		"LoggingConfig": map[string]interface{}{
+			"LogGroup": map[string]interface{}{"Ref": f.logicalID(f.g.RollupLogs)},
+		},
+	})
+}
+
+func TestFunctionURL(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::Lambda::Url", 1)
+	f.props(t, "AWS::Lambda::Url", map[string]interface{}{
+		"InvokeMode":        "RESPONSE_STREAM",
+		"AuthType":          "NONE",
+		"Cors":              assertions.Match_Absent(),
+		"TargetFunctionArn": map[string]interface{}{"Fn::GetAtt": []interface{}{f.logicalID(f.g.GatewayFn), "Arn"}},
+	})
+	f.props(t, "AWS::Lambda::Permission", map[string]interface{}{
+		"Action":              "lambda:InvokeFunctionUrl",
+		"Principal":           "*",
+		"FunctionUrlAuthType": "NONE",
+	})
+}
+
+func TestSchedules(t *testing.T) {
+	f := get(t, "default")
+	rollup := map[string]interface{}{"Fn::GetAtt": []interface{}{f.logicalID(f.g.RollupFn), "Arn"}}
+	for expr, input := range map[string]string{
+		"rate(1 hour)":       `{"mode":"hourly"}`,
+		"cron(15 0 * * ? *)": `{"mode":"daily"}`,
+	} {
+		f.props(t, "AWS::Events::Rule", map[string]interface{}{
+			"ScheduleExpression": expr,
+			"State":              "ENABLED",
+			"Targets": []interface{}{map[string]interface{}{
+				"Arn":   rollup,
+				"Input": input,
+			}},
+		})
+	}
+	f.count(t, "AWS::Events::Rule", 2)
+}
+
+func TestConfigParameters(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::SSM::Parameter", 1)
+	f.props(t, "AWS::SSM::Parameter", map[string]interface{}{
+		"Name":  "/llmgw/dev/config/00-base",
+		"Type":  "String",
+		"Tier":  "Standard",
+		"Value": RenderSeedConfig(readSeed(t), "dev"),
+	})
+}
+
+func TestIAMScopedToTableAndParameters(t *testing.T) {
+	f := get(t, "default")
+	tableArn := "${" + f.logicalID(f.g.Table) + ".Arn}"
+	ssm := "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"
+	for _, role := range []string{"GatewayRole", "RollupRole"} {
+		var found bool
+		for _, s := range f.statements() {
+			if !strings.Contains(s.roles, role) {
+				continue
+			}
+			for _, a := range asList(s.body["Action"]) {
+				if strings.HasPrefix(a.(string), "dynamodb:") {
+					found = true
+					if got := resourcesOf(s); !reflect.DeepEqual(got, []string{tableArn}) {
+						t.Errorf("%s: dynamodb statement resources = %v, want only the table ARN", role, got)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s has no dynamodb statement", role)
+		}
+		for _, s := range f.bySid(t, role, "ReadGatewayConfig") {
+			want := []string{ssm + "/llmgw/dev/config", ssm + "/llmgw/dev/config/*"}
+			if got := resourcesOf(s); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s ReadGatewayConfig resources = %v, want %v", role, got, want)
+			}
+		}
+	}
+	for _, s := range f.bySid(t, "GatewayRole", "ReadProviderKeys") {
+		want := []string{ssm + "/llmgw/dev/keys", ssm + "/llmgw/dev/keys/*"}
+		if got := resourcesOf(s); !reflect.DeepEqual(got, want) {
+			t.Errorf("ReadProviderKeys resources = %v, want %v", got, want)
+		}
+	}
+	for _, s := range f.bySid(t, "GatewayRole", "DecryptProviderKeysViaSSM") {
+		cond := flatten(s.body["Condition"])
+		for _, want := range []string{`"kms:ViaService":"ssm.${AWS::Region}.amazonaws.com"`, "kms:EncryptionContext:PARAMETER_ARN", "/llmgw/dev/keys/*"} {
+			if !strings.Contains(cond, want) {
+				t.Errorf("kms:Decrypt condition %s lacks %s", cond, want)
+			}
+		}
+	}
+	// Bedrock: the stack region and the seed config's region (us-east-1).
+	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModels") {
+		got := strings.Join(resourcesOf(s), " ")
+		for _, want := range []string{
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*",
+			"arn:${AWS::Partition}:bedrock:us-east-1::foundation-model/*",
+			"arn:${AWS::Partition}:bedrock:us-east-1:${AWS::AccountId}:inference-profile/*",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:application-inference-profile/*",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("InvokeBedrockModels lacks %s: %s", want, got)
+			}
+		}
+	}
+	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModelsViaInferenceProfiles") {
+		if !strings.Contains(flatten(s.body["Condition"]), "bedrock:InferenceProfileArn") {
+			t.Errorf("cross-region foundation-model statement must be conditioned on the inference profile")
+		}
+	}
+	// The rollup neither reads keys nor calls Bedrock.
+	for _, s := range f.statements() {
+		if strings.Contains(s.roles, "RollupRole") {
+			b := flatten(s.body)
+			if strings.Contains(b, "bedrock:") || strings.Contains(b, "kms:") || strings.Contains(b, "/keys") {
+				t.Errorf("rollup role has gateway-only permission: %s", b)
+			}
+		}
+	}
+}
+
+func TestNoWildcardActionsOrResources(t *testing.T) {
+	for _, name := range []string{"default", "prod", "pinned"} {
+		f := get(t, name)
+		stmts := f.statements()
+		if len(stmts) < 8 {
+			t.Fatalf("%s: only %d IAM statements found; the walker is broken", name, len(stmts))
+		}
+		for _, s := range stmts {
+			if _, ok := s.body["NotAction"]; ok {
+				t.Errorf("%s %s: NotAction used: %s", name, s.policy, flatten(s.body))
+			}
+			for _, a := range asList(s.body["Action"]) {
+				if strings.Contains(flatten(a), "*") {
+					t.Errorf("%s %s: wildcard action %v", name, s.policy, a)
+				}
+			}
+			for _, r := range asList(s.body["Resource"]) {
+				if flatten(r) == "*" {
+					t.Errorf("%s %s: Resource \"*\" in %s", name, s.policy, flatten(s.body))
+				}
+			}
+		}
+		for id, r := range f.resources("AWS::IAM::Role") {
+			if mp := r["Properties"].(map[string]interface{})["ManagedPolicyArns"]; mp != nil {
+				t.Errorf("%s: role %s has managed policies %s", name, id, flatten(mp))
+			}
+		}
+	}
+}
+
+func TestLogGroups(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::Logs::LogGroup", 2)
+	f.propsCount(t, "AWS::Logs::LogGroup", map[string]interface{}{
+		"RetentionInDays": 30,
+	}, 2)
+	// Log writes are granted on the function's own log group only.
+	for role, lg := range map[string]string{"GatewayRole": f.logicalID(f.g.GatewayLogs), "RollupRole": f.logicalID(f.g.RollupLogs)} {
+		var ok bool
+		for _, s := range f.statements() {
+			if strings.Contains(s.roles, role) && strings.Contains(flatten(s.body["Action"]), "logs:PutLogEvents") {
+				ok = reflect.DeepEqual(resourcesOf(s), []string{"${" + lg + ".Arn}"})
+			}
+		}
+		if !ok {
+			t.Errorf("%s: logs:PutLogEvents not scoped to its log group", role)
+		}
+	}
+}
+
+func TestAlarms(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::CloudWatch::Alarm", 6)
+	expr := func(re string) interface{} {
+		return assertions.Match_ArrayWith(&[]interface{}{
+			assertions.Match_ObjectLike(&map[string]interface{}{"Expression": assertions.Match_StringLikeRegexp(jsii.String(re))}),
+		})
+	}
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-fallback-rate",
+		"Threshold":          20,
+		"ComparisonOperator": "GreaterThanThreshold",
+		"EvaluationPeriods":  1,
+		"TreatMissingData":   "notBreaching",
+		"Metrics":            expr(`^IF\(requests >= 10, 100 \* FILL\(part, 0\) / requests, 0\)$`),
+		"AlarmActions":       assertions.Match_Absent(),
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName": "llmgw-dev-fallback-rate",
+		"Metrics": assertions.Match_ArrayWith(&[]interface{}{
+			assertions.Match_ObjectLike(&map[string]interface{}{"Id": "part", "MetricStat": assertions.Match_ObjectLike(&map[string]interface{}{
+				"Metric": map[string]interface{}{
+					"Namespace":  "LLMGateway",
+					"MetricName": "Fallbacks",
+					"Dimensions": []interface{}{map[string]interface{}{"Name": "Stage", "Value": "dev"}},
+				},
+				"Stat": "Sum",
+			})}),
+		}),
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-5xx-rate",
+		"Threshold":          5,
+		"ComparisonOperator": "GreaterThanThreshold",
+		"Metrics":            expr(`FILL\(part, 0\)`),
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-breaker-open",
+		"Namespace":          "LLMGateway",
+		"MetricName":         "BreakerOpen",
+		"Dimensions":         []interface{}{map[string]interface{}{"Name": "Stage", "Value": "dev"}},
+		"Statistic":          "Sum",
+		"Period":             300,
+		"Threshold":          1,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-rollup-failure",
+		"Threshold":          1,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+		"Metrics":            expr(`^FILL\(failures, 0\) \+ FILL\(errors, 0\)$`),
+	})
+	for _, name := range []string{"llmgw-dev-config-reload", "llmgw-dev-throttles"} {
+		f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{"AlarmName": name})
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	f := get(t, "default")
+	f.count(t, "AWS::CloudWatch::Dashboard", 1)
+	var body string
+	for _, r := range f.resources("AWS::CloudWatch::Dashboard") {
+		body = flatten(r["Properties"].(map[string]interface{})["DashboardBody"])
+	}
+	for _, want := range []string{
+		`SEARCH('{LLMGateway,Stage,Team} MetricName=\"CostUSD\" Stage=\"dev\"', 'Sum', 3600)`,
+		`SEARCH('{LLMGateway,Stage,Team} MetricName=\"Requests\" Stage=\"dev\"'`,
+		`SEARCH('{LLMGateway,Stage,Team} MetricName=\"Fallbacks\" Stage=\"dev\"'`,
+		`SEARCH('{LLMGateway,Stage,Route} MetricName=\"TimeToFirstTokenMs\" Stage=\"dev\"', 'p99', 300)`,
+		`SEARCH('{LLMGateway,Stage,Target} MetricName=\"BreakerOpen\"`,
+		`["LLMGateway","TimeToFirstTokenMs","Stage","dev",{"label":"p50","stat":"p50"}]`,
+		`["LLMGateway","TimeToFirstTokenMs","Stage","dev",{"label":"p99","stat":"p99"}]`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks %s", want)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	f := get(t, "default")
+	f.output(t, "FunctionUrl", map[string]interface{}{
+		"Value": map[string]interface{}{"Fn::GetAtt": []interface{}{f.logicalID(f.g.URL), "FunctionUrl"}},
+	})
+	f.output(t, "TableName", map[string]interface{}{
+		"Value": map[string]interface{}{"Ref": f.logicalID(f.g.Table)},
+	})
+	f.output(t, "ConfigPath", map[string]interface{}{"Value": "/llmgw/dev/config/"})
+}
+
+func TestContextOverrides(t *testing.T) {
+	f := get(t, "prod")
+	if got := *f.g.Stack.StackName(); got != "llmgw-prod" {
+		t.Errorf("stack name = %s", got)
+	}
+	f.props(t, "AWS::Lambda::Url", map[string]interface{}{
+		"AuthType":   "AWS_IAM",
+		"InvokeMode": "RESPONSE_STREAM",
+		"Cors": assertions.Match_ObjectLike(&map[string]interface{}{
+			"AllowOrigins": []interface{}{"https://a.example.com", "https://b.example.com"},
+		}),
+	})
+	// With AWS_IAM there is no public invoke permission.
+	f.propsCount(t, "AWS::Lambda::Permission", map[string]interface{}{
+		"Principal": "*",
+	}, 0)
+	f.props(t, "AWS::Lambda::Function", map[string]interface{}{
+		"ReservedConcurrentExecutions": 50,
+		"MemorySize":                   2048,
+		"Timeout":                      300,
+		"Environment": map[string]interface{}{"Variables": assertions.Match_ObjectLike(&map[string]interface{}{
+			"LLMGW_STAGE":          "prod",
+			"LLMGW_CONFIG_PATH":    "/llmgw/prod/config/",
+			"LLMGW_CONFIG_REFRESH": "1m",
+		})},
+	})
+	f.resource(t, "AWS::DynamoDB::Table", map[string]interface{}{
+		"DeletionPolicy": "Delete",
+		"Properties":     assertions.Match_ObjectLike(&map[string]interface{}{"DeletionProtectionEnabled": false}),
+	})
+	f.propsCount(t, "AWS::Logs::LogGroup", map[string]interface{}{
+		"RetentionInDays": 90,
+	}, 2)
+	f.resource(t, "AWS::Logs::LogGroup", map[string]interface{}{"DeletionPolicy": "Delete"})
+	f.props(t, "AWS::SSM::Parameter", map[string]interface{}{
+		"Name":  "/llmgw/prod/config/00-base",
+		"Value": assertions.Match_StringLikeRegexp(jsii.String("/llmgw/prod/keys/openai/1")),
+	})
+	topic := "arn:aws:sns:eu-west-1:123456789012:ops-alerts"
+	f.propsCount(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmActions": []interface{}{topic},
+		"OKActions":    []interface{}{topic},
+	}, 6)
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName": "llmgw-prod-fallback-rate",
+		"Threshold": 35,
+	})
+	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModels") {
+		if got := strings.Join(resourcesOf(s), " "); !strings.Contains(got, ":bedrock:us-west-2::foundation-model/*") {
+			t.Errorf("bedrockRegions not honoured: %s", got)
+		}
+	}
+}
+
+func TestPinnedEnvironment(t *testing.T) {
+	f := get(t, "pinned")
+	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModels") {
+		got := resourcesOf(s)
+		want := []string{
+			"arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/*",
+			"arn:aws:bedrock:eu-west-1:123456789012:inference-profile/*",
+			"arn:aws:bedrock:eu-west-1::foundation-model/*",
+			"arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/*",
+			"arn:aws:bedrock:us-east-1:123456789012:inference-profile/*",
+			"arn:aws:bedrock:us-east-1::foundation-model/*",
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("pinned bedrock resources = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestNagAwsSolutions runs the cdk-nag AwsSolutions pack on every fixture:
+// no unsuppressed error or warning may remain.
+func TestNagAwsSolutions(t *testing.T) {
+	for _, name := range []string{"default", "prod", "pinned"} {
+		f := get(t, name)
+		ann := assertions.Annotations_FromStack(f.g.Stack)
+		match := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+		for level, msgs := range map[string]*[]*cxapi.SynthesisMessage{
+			"error":   ann.FindError(jsii.String("*"), match),
+			"warning": ann.FindWarning(jsii.String("*"), match),
+		} {
+			for _, m := range *msgs {
+				t.Errorf("%s: unsuppressed cdk-nag %s at %s: %v", name, level, *m.Id, m.Entry.Data)
+			}
+		}
+	}
+}
+
+func TestSuppressionsHaveReasons(t *testing.T) {
+	f := get(t, "default")
+	var n int
+	for id, r := range f.json["Resources"].(map[string]interface{}) {
+		md, _ := r.(map[string]interface{})["Metadata"].(map[string]interface{})
+		nag, _ := md["cdk_nag"].(map[string]interface{})
+		for _, s := range asList(nag["rules_to_suppress"]) {
+			n++
+			reason, _ := s.(map[string]interface{})["reason"].(string)
+			if len(reason) < 40 {
+				t.Errorf("%s: suppression %v has no specific reason", id, s)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no cdk-nag suppressions found in metadata")
+	}
+}
+
+func TestSynthWithoutOutdir(t *testing.T) {
+	ctx := cdkJSONContext(t)
+	ctx[CtxAssetDir] = assetDir
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	s, err := FromContext(app.Node(), readSeed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(app, s); err != nil {
+		t.Fatal(err)
+	}
+	asm := app.Synth(nil)
+	if _, err := os.Stat(filepath.Join(*asm.Directory(), "llmgw-dev.template.json")); err != nil {
+		t.Errorf("synthesized template not written: %v", err)
+	}
+	if tmpl := asm.GetStackByName(jsii.String("llmgw-dev")).Template(); tmpl == nil {
+		t.Error("no template in assembly")
+	}
+}
+
+func TestMissingAssetsFailClearly(t *testing.T) {
+	s := DefaultSettings()
+	s.SeedConfig = readSeed(t)
+	s.AssetDir = filepath.Join(t.TempDir(), "nothing-here")
+	_, err := New(awscdk.NewApp(nil), s)
+	if err == nil || !strings.Contains(err.Error(), "build-lambda.sh") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestSettingsDefaultsMatchCdkJSON(t *testing.T) {
+	ctx := cdkJSONContext(t)
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	got, err := FromContext(app.Node(), []byte("teams: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultSettings()
+	want.SeedConfig = []byte("teams: {}\n")
+	if err := want.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cdk.json context and DefaultSettings disagree:\n cdk.json: %+v\n defaults: %+v", got, want)
+	}
+}
+
+func TestSettingsRejectBadContext(t *testing.T) {
+	for _, tc := range []map[string]interface{}{
+		{"stage": "Prod"},
+		{"stage": "a/b"},
+		{"removalPolicy": "snapshot"},
+		{"functionUrlAuthType": "COGNITO"},
+		{"gatewayMemorySize": "lots"},
+		{"gatewayTimeout": "20m"},
+		{"gatewayReservedConcurrency": "-1"},
+		{"logRetentionDays": "31"},
+		{"configRefresh": "soon"},
+		{"fallbackRateThreshold": "0"},
+		{"alarmTopicArn": "ops-alerts"},
+		{"nag": "maybe"},
+		{"seedConfigFile": "/nonexistent/seed.yaml"},
+	} {
+		ctx := tc
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+		if _, err := FromContext(app.Node(), []byte("teams: {}\n")); err == nil {
+			t.Errorf("context %v accepted", tc)
+		}
+	}
+	// JSON numbers (cdk.json) and strings (-c) are both accepted.
+	ctx := map[string]interface{}{"gatewayReservedConcurrency": 0, "gatewayTimeout": "90s", "corsAllowedOrigins": []interface{}{"https://x.example.com"}}
+	s, err := FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}).Node(), []byte("teams: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GatewayReservedConcurrency == nil || *s.GatewayReservedConcurrency != 0 || s.GatewayTimeout.Seconds() != 90 || len(s.CORSAllowedOrigins) != 1 {
+		t.Errorf("parsed %+v", s)
+	}
+}

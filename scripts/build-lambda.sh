@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the Lambda binaries the CDK stack deploys:
+#   build/lambda/gateway/bootstrap and build/lambda/rollup/bootstrap
+# (linux/arm64, static, for the provided.al2023 runtime).
+#
+# Usage: scripts/build-lambda.sh [OUT_DIR]   (default: build/lambda)
+# Run from anywhere; paths are relative to the repository root.
+# cdk.json runs this script before every synth ("build").
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+out="${1:-build/lambda}"
+
+for name in gateway rollup; do
+	mkdir -p "$out/$name"
+	echo "building $out/$name/bootstrap" >&2
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 \
+		go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+		-o "$out/$name/bootstrap" "./functions/$name"
+done
