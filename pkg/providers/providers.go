@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/fakellm"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/provider/bedrock"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 )
 
@@ -23,6 +24,9 @@ type Factory func(ctx context.Context, id string, p *config.Provider) (provider.
 var Factories = map[string]Factory{
 	"openai": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return openaicompat.New(id, p, HTTPClient(p))
+	},
+	"bedrock": func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
+		return bedrock.New(ctx, id, p, HTTPClient(p))
 	},
 	"fake": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		fp := *p

@@ -1,0 +1,190 @@
+// Package bedrock is the adapter for Amazon Bedrock's Converse API
+// (provider kind "bedrock"). It translates a validated OpenAI chat request
+// into a Converse request, calls Converse (non-streaming) or ConverseStream
+// (streaming) through the AWS SDK, and translates the answer back into
+// OpenAI chat.completion / chat.completion.chunk JSON.
+//
+// Credentials come from the default AWS chain (environment, shared files,
+// SSO, container and instance roles); the region is the provider's
+// `region` (else AWS_REGION); the endpoint is the provider's `endpoint`,
+// else AWS_ENDPOINT_URL_BEDROCK_RUNTIME, else the regional default. The
+// target's model is a model id, an inference-profile id or an ARN.
+//
+// Semantics, request side (OpenAI -> Converse):
+//   - system and developer messages -> system blocks, in order, wherever
+//     they appear; user -> user messages; assistant -> assistant messages;
+//     tool -> toolResult blocks in a user message. Consecutive messages of
+//     the same role are merged (Converse requires alternation).
+//   - images: data URLs (png, jpeg, gif, webp) -> image bytes; s3:// URLs ->
+//     S3 locations; http(s) URLs are refused (bedrock cannot fetch URLs).
+//     image_url.detail has no equivalent and is ignored.
+//   - tools -> toolConfig.tools (toolSpec with the JSON schema; strict passes
+//     through); tool_choice auto/required/{function} -> auto/any/tool.
+//     tool_choice "none": no tools are sent when the conversation has no
+//     tool calls; refused when it has (bedrock then requires the tool
+//     definitions and cannot forbid calls). Tool calls or results without
+//     tools are refused for the same reason.
+//   - assistant tool_calls -> toolUse blocks (arguments must be a JSON
+//     object; empty means {}).
+//   - max_completion_tokens / max_tokens (else the target's max_tokens),
+//     temperature, top_p, stop -> inferenceConfig, unscaled.
+//   - response_format json_schema -> outputConfig.textFormat (structured
+//     output); json_object is refused (bedrock needs a schema).
+//     reasoning_effort low/medium/high/xhigh -> outputConfig.effort.
+//   - cache_control {"type":"ephemeral","ttl"?} on a content part, a
+//     message, a system message or a tool -> a cachePoint block right after
+//     it (bedrock caches the prefix up to each cachePoint).
+//   - refused before any call, as invalid_request naming the feature and
+//     the target: n>1, logprobs/top_logprobs, logit_bias, audio (output,
+//     modalities or input parts), file parts, non-zero presence or frequency
+//     penalties, seed, parallel_tool_calls=false with tools, the legacy
+//     functions/function_call, prediction and web_search_options.
+//   - ignored, because they do not change what the model generates: user,
+//     metadata, store, message names.
+//
+// The response side is described on translator (streaming) and completion
+// (non-streaming); errors on callError and streamError.
+package bedrock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+var timeNow = time.Now
+
+// API is the part of the Bedrock runtime client the adapter uses. The SDK
+// client satisfies it; tests may inject their own.
+type API interface {
+	Converse(ctx context.Context, params *bedrockruntime.ConverseInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
+	ConverseStream(ctx context.Context, params *bedrockruntime.ConverseStreamInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error)
+}
+
+var _ API = (*bedrockruntime.Client)(nil)
+
+// Adapter sends chat completions to one Bedrock provider.
+type Adapter struct {
+	id  string
+	api API
+}
+
+var _ provider.Provider = (*Adapter)(nil)
+
+// New builds the adapter for provider id: one SDK client, from the default
+// AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME) with the
+// provider's region and endpoint. It makes no network call. hc carries the
+// transport (nil: the SDK's); it must have no total timeout. The SDK's own
+// retries are off: the failover engine decides retries.
+func New(ctx context.Context, id string, p *config.Provider, hc *http.Client) (*Adapter, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if p.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(p.Region))
+	}
+	if hc != nil {
+		opts = append(opts, awsconfig.WithHTTPClient(hc))
+	}
+	if p.Endpoint != "" {
+		u, err := url.Parse(p.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("provider %s: endpoint %q is not an http(s) URL", id, p.Endpoint)
+		}
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: aws config: %w", id, err)
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("provider %s: region is required for kind bedrock (set region, or AWS_REGION)", id)
+	}
+	client := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		if p.Endpoint != "" {
+			o.BaseEndpoint = aws.String(p.Endpoint)
+		}
+		o.Retryer = aws.NopRetryer{}
+	})
+	return NewWithAPI(id, client), nil
+}
+
+// NewWithAPI returns the adapter for provider id over api.
+func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api} }
+
+// Send implements provider.Provider. The request is translated (and
+// refused, if it asks for what bedrock cannot do) before any call.
+func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	target := a.id + "/" + call.Model
+	req, err := translateRequest(call.Req, call.Body, call.Model, call.MaxTokens, target)
+	if err != nil {
+		return nil, err
+	}
+	if call.Req.Stream {
+		out, err := a.api.ConverseStream(ctx, req.streamInput())
+		if err != nil {
+			observeError(call, err)
+			return nil, callError(ctx, a.id, err)
+		}
+		observe(call, out.ResultMetadata)
+		es := out.GetStream()
+		if es == nil || es.Reader == nil {
+			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no event stream", Provider: a.id}
+		}
+		tr := newTranslator(responseID(out.ResultMetadata), call.Model, timeNow().Unix())
+		return newStream(ctx, a.id, es, tr, len(call.Body)), nil
+	}
+	out, err := a.api.Converse(ctx, req.converseInput())
+	if err != nil {
+		observeError(call, err)
+		return nil, callError(ctx, a.id, err)
+	}
+	observe(call, out.ResultMetadata)
+	body, u, err := completion(a.id, responseID(out.ResultMetadata), call.Model, timeNow().Unix(), out, len(call.Body))
+	if err != nil {
+		return nil, err
+	}
+	return provider.Single(body, true, u), nil
+}
+
+// responseID is "chatcmpl-" and bedrock's request id, or a random id.
+func responseID(md middleware.Metadata) string {
+	if rid, ok := awsmiddleware.GetRequestIDMetadata(md); ok && rid != "" {
+		return "chatcmpl-" + rid
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	return "chatcmpl-" + hex.EncodeToString(b[:])
+}
+
+// observe reports a success's HTTP status and headers to the call.
+func observe(call *provider.Call, md middleware.Metadata) {
+	if call.OnResponse == nil {
+		return
+	}
+	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && r != nil && r.Response != nil {
+		call.OnResponse(r.StatusCode, r.Header)
+	}
+}
+
+// observeError reports an error response's HTTP status and headers.
+func observeError(call *provider.Call, err error) {
+	if call.OnResponse == nil {
+		return
+	}
+	if status, h := httpResponse(err); status != 0 {
+		call.OnResponse(status, h)
+	}
+}

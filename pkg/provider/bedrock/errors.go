@@ -1,0 +1,138 @@
+package bedrock
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// isA reports whether err's chain holds a T (one of the SDK's exception types).
+func isA[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
+
+// httpResponse returns the status and headers of the HTTP response behind
+// an SDK error, if there was one.
+func httpResponse(err error) (int, http.Header) {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		return re.Response.StatusCode, re.Response.Header
+	}
+	return 0, nil
+}
+
+// detail is the exception's message, redacted, for the caller's own mistakes.
+func detail(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return gwerr.Redact(ae.ErrorMessage())
+	}
+	return ""
+}
+
+// callError classifies an error from Converse or ConverseStream itself
+// (before any event):
+//
+//	ThrottlingException, ServiceQuotaExceededException -> rate_limited
+//	ServiceUnavailableException, ModelNotReadyException -> unavailable
+//	ModelErrorException, InternalServerException        -> unavailable
+//	ModelTimeoutException                               -> timeout
+//	ValidationException                                 -> invalid_request (redacted detail)
+//	ResourceNotFoundException                           -> not_found (redacted detail)
+//	AccessDeniedException                               -> provider credentials (as an HTTP 403)
+//	any other HTTP error                                -> provider.StatusError by status
+//	no HTTP response                                    -> provider.TransportError
+func callError(ctx context.Context, id string, err error) error {
+	if ctx.Err() != nil {
+		return provider.TransportError(ctx, id, err)
+	}
+	status, h := httpResponse(err)
+	if e := classify(id, err, false); e != nil {
+		e.Status = status
+		if e.Category == gwerr.RateLimited && h != nil {
+			e.RetryAfter = keys.RetryAfter(h, timeNow())
+		}
+		return e
+	}
+	if status != 0 {
+		var ae smithy.APIError
+		code := ""
+		if errors.As(err, &ae) {
+			code = ae.ErrorCode()
+		}
+		e := provider.StatusError(id, status, code, detail(err), keys.RetryAfter(h, timeNow()))
+		e.Cause = err
+		return e
+	}
+	return provider.TransportError(ctx, id, err)
+}
+
+// streamError classifies an error that ended the event stream:
+//
+//	modelStreamErrorException, internalServerException -> interrupted (a provider fault)
+//	throttlingException                                -> rate_limited
+//	serviceUnavailableException                        -> unavailable
+//	validationException                                -> invalid_request (redacted detail)
+//	anything else (a broken frame, a reset)            -> interrupted
+//
+// Before the first content the failover engine may retry or fall back on
+// these; after it, the client gets an error event, never a clean finish.
+func streamError(id string, err error) error {
+	if e := classify(id, err, true); e != nil {
+		return e
+	}
+	return provider.Interrupted(id, "broke off", err)
+}
+
+// classify maps the SDK's exception types; nil when err is none of them.
+func classify(id string, err error, inStream bool) *gwerr.Error {
+	mk := func(c gwerr.Category, msg string) *gwerr.Error {
+		return &gwerr.Error{Category: c, Message: msg, Provider: id, Cause: err}
+	}
+	switch {
+	case isA[*types.ModelStreamErrorException](err):
+		if inStream {
+			return provider.Interrupted(id, "failed: the model reported an error (modelStreamErrorException)", err)
+		}
+		return mk(gwerr.Unavailable, "provider model failed (ModelStreamErrorException)")
+	case isA[*types.InternalServerException](err):
+		if inStream {
+			return provider.Interrupted(id, "failed: the provider reported an internal error (internalServerException)", err)
+		}
+		return mk(gwerr.Unavailable, "provider failed (InternalServerException)")
+	case isA[*types.ThrottlingException](err):
+		return mk(gwerr.RateLimited, "provider rate limit reached (ThrottlingException)")
+	case isA[*types.ServiceQuotaExceededException](err):
+		return mk(gwerr.RateLimited, "provider quota exceeded (ServiceQuotaExceededException)")
+	case isA[*types.ServiceUnavailableException](err):
+		return mk(gwerr.Unavailable, "provider is unavailable (ServiceUnavailableException)")
+	case isA[*types.ModelNotReadyException](err):
+		return mk(gwerr.Unavailable, "provider model is not ready (ModelNotReadyException)")
+	case isA[*types.ModelErrorException](err):
+		return mk(gwerr.Unavailable, "provider model failed (ModelErrorException)")
+	case isA[*types.ModelTimeoutException](err):
+		return mk(gwerr.Timeout, "provider model timed out (ModelTimeoutException)")
+	case isA[*types.ValidationException](err):
+		e := mk(gwerr.InvalidRequest, "provider rejected the request (ValidationException)")
+		e.Detail = detail(err)
+		return e
+	case isA[*types.ResourceNotFoundException](err):
+		e := mk(gwerr.NotFound, "provider does not know the model (ResourceNotFoundException)")
+		e.Detail = detail(err)
+		return e
+	case isA[*types.AccessDeniedException](err):
+		e := provider.StatusError(id, http.StatusForbidden, "", "", 0)
+		e.Cause = err
+		return e
+	}
+	return nil
+}

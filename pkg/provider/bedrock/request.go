@@ -1,0 +1,612 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithydocument "github.com/aws/smithy-go/document"
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+)
+
+// request is the translated Converse request: the fields Converse and
+// ConverseStream share.
+type request struct {
+	modelID   string
+	system    []types.SystemContentBlock
+	messages  []types.Message
+	inference *types.InferenceConfiguration
+	tools     *types.ToolConfiguration
+	output    *types.OutputConfig
+}
+
+func (r *request) converseInput() *bedrockruntime.ConverseInput {
+	return &bedrockruntime.ConverseInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output}
+}
+
+func (r *request) streamInput() *bedrockruntime.ConverseStreamInput {
+	return &bedrockruntime.ConverseStreamInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output}
+}
+
+// unsupportedFields are request fields the validated view does not decode
+// but whose meaning Converse cannot honour; they are looked for in the raw
+// body so that they are refused rather than lost.
+var unsupportedFields = []struct{ field, feature string }{
+	{"functions", "legacy functions (use tools)"},
+	{"function_call", "legacy function_call (use tool_choice)"},
+	{"prediction", "predicted outputs"},
+	{"web_search_options", "web search"},
+}
+
+// translator errors ---------------------------------------------------------
+
+// unsupported is the invalid_request for a feature the target cannot
+// honour. It names the feature and the target, and is returned before any
+// call is made.
+func unsupported(target, param, feature, why string) *gwerr.Error {
+	msg := feature + " is not supported by bedrock target " + target
+	if why != "" {
+		msg += ": " + why
+	}
+	e := gwerr.New(gwerr.InvalidRequest, "%s", msg).WithCode("unsupported_feature")
+	if param != "" {
+		e.Param = param
+	}
+	return e
+}
+
+func invalid(param, format string, args ...any) *gwerr.Error {
+	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
+}
+
+// translateRequest turns a validated OpenAI request into a Converse
+// request for model. maxTokens is the target's default, used when the
+// client gives none. target ("provider/model") names the target in errors.
+// Every feature Converse cannot honour is refused here, before any call.
+func translateRequest(req *openaiwire.ChatRequest, body []byte, model string, maxTokens int, target string) (*request, error) {
+	if err := checkUnsupported(req, body, target); err != nil {
+		return nil, err
+	}
+	r := &request{modelID: model}
+	hasToolBlocks := false
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		p := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			blocks, err := systemBlocks(m, p, target)
+			if err != nil {
+				return nil, err
+			}
+			r.system = append(r.system, blocks...)
+		case "user":
+			blocks, err := contentBlocks(m.Content, p, target)
+			if err != nil {
+				return nil, err
+			}
+			if blocks, err = withCachePoint(blocks, m.CacheCtl, p); err != nil {
+				return nil, err
+			}
+			if err := r.add(types.ConversationRoleUser, blocks, p); err != nil {
+				return nil, err
+			}
+		case "assistant":
+			blocks, err := assistantBlocks(m, p, target)
+			if err != nil {
+				return nil, err
+			}
+			hasToolBlocks = hasToolBlocks || len(m.ToolCalls) > 0
+			if err := r.add(types.ConversationRoleAssistant, blocks, p); err != nil {
+				return nil, err
+			}
+		case "tool":
+			block, err := toolResult(m, p, target)
+			if err != nil {
+				return nil, err
+			}
+			blocks, err := withCachePoint([]types.ContentBlock{block}, m.CacheCtl, p)
+			if err != nil {
+				return nil, err
+			}
+			hasToolBlocks = true
+			if err := r.add(types.ConversationRoleUser, blocks, p); err != nil {
+				return nil, err
+			}
+		default: // "function": the legacy role, which carries no call id to pair with
+			return nil, unsupported(target, p+".role", "legacy function messages", "use tool messages with tool_call_id")
+		}
+	}
+	if len(r.messages) == 0 {
+		return nil, invalid("messages", "messages must contain at least one user, assistant or tool message; bedrock takes system messages separately")
+	}
+	var err error
+	if r.tools, err = toolConfig(req, hasToolBlocks, target); err != nil {
+		return nil, err
+	}
+	r.inference = inferenceConfig(req, maxTokens)
+	if r.output, err = outputConfig(req, target); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// add appends blocks as a message of role, merged into the previous
+// message when it has the same role (Converse requires alternation; tool
+// results are user-role blocks, so consecutive tool messages and the user
+// message after them become one user message).
+func (r *request) add(role types.ConversationRole, blocks []types.ContentBlock, param string) error {
+	if len(blocks) == 0 {
+		return invalid(param+".content", "%s has no content: bedrock does not accept empty messages", param)
+	}
+	if n := len(r.messages); n > 0 && r.messages[n-1].Role == role {
+		r.messages[n-1].Content = append(r.messages[n-1].Content, blocks...)
+		return nil
+	}
+	r.messages = append(r.messages, types.Message{Role: role, Content: blocks})
+	return nil
+}
+
+// checkUnsupported refuses the request-level features Converse has no
+// equivalent for.
+func checkUnsupported(req *openaiwire.ChatRequest, body []byte, target string) error {
+	switch {
+	case req.N != nil && *req.N > 1:
+		return unsupported(target, "n", "n>1 (several choices)", "bedrock returns one choice per call")
+	case req.Logprobs != nil && *req.Logprobs, req.TopLogprobs != nil && *req.TopLogprobs > 0:
+		return unsupported(target, "logprobs", "logprobs", "bedrock does not return token log probabilities")
+	case len(req.LogitBias) > 0:
+		return unsupported(target, "logit_bias", "logit_bias", "")
+	case len(bytes.TrimSpace(req.Audio)) > 0 && string(bytes.TrimSpace(req.Audio)) != "null":
+		return unsupported(target, "audio", "audio output", "")
+	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
+		return unsupported(target, "presence_penalty", "presence_penalty", "")
+	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
+		return unsupported(target, "frequency_penalty", "frequency_penalty", "")
+	case req.Seed != nil:
+		return unsupported(target, "seed", "seed", "bedrock has no sampling seed")
+	case req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(req.Tools) > 0:
+		return unsupported(target, "parallel_tool_calls", "parallel_tool_calls=false", "bedrock cannot forbid parallel tool calls")
+	}
+	for _, m := range req.Modalities {
+		if m != "text" {
+			return unsupported(target, "modalities", m+" output", "bedrock chat returns text only")
+		}
+	}
+	if req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object" {
+		return unsupported(target, "response_format", "response_format json_object",
+			"bedrock structured output needs a schema; use response_format json_schema")
+	}
+	if len(body) > 0 {
+		for _, f := range unsupportedFields {
+			if v := gjson.GetBytes(body, f.field); v.Exists() && v.Type != gjson.Null {
+				return unsupported(target, f.field, f.feature, "")
+			}
+		}
+	}
+	return nil
+}
+
+// systemBlocks translates a system or developer message. Bedrock's system
+// prompt is one list, so system messages anywhere in the conversation are
+// gathered there in order.
+func systemBlocks(m *openaiwire.Message, p, target string) ([]types.SystemContentBlock, error) {
+	var out []types.SystemContentBlock
+	addCache := func(raw json.RawMessage, param string) error {
+		cp, err := cachePoint(raw, param)
+		if cp != nil {
+			out = append(out, &types.SystemContentBlockMemberCachePoint{Value: *cp})
+		}
+		return err
+	}
+	if !m.Content.IsParts {
+		if m.Content.Text != "" {
+			out = append(out, &types.SystemContentBlockMemberText{Value: m.Content.Text})
+		}
+	} else {
+		for j, part := range m.Content.Parts {
+			pp := fmt.Sprintf("%s.content[%d]", p, j)
+			if part.Type != "text" {
+				return nil, unsupported(target, pp+".type", part.Type+" parts in system messages", "system messages take text only")
+			}
+			if part.Text != "" {
+				out = append(out, &types.SystemContentBlockMemberText{Value: part.Text})
+			}
+			if err := addCache(part.CacheCtl, pp+".cache_control"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := addCache(m.CacheCtl, p+".cache_control"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// contentBlocks translates user (and assistant) content. Empty text is
+// skipped: bedrock refuses blank text blocks.
+func contentBlocks(c openaiwire.Content, p, target string) ([]types.ContentBlock, error) {
+	if !c.IsParts {
+		if c.Text == "" {
+			return nil, nil
+		}
+		return []types.ContentBlock{&types.ContentBlockMemberText{Value: c.Text}}, nil
+	}
+	out := make([]types.ContentBlock, 0, len(c.Parts))
+	for j := range c.Parts {
+		part := &c.Parts[j]
+		pp := fmt.Sprintf("%s.content[%d]", p, j)
+		switch part.Type {
+		case "text", "refusal":
+			text := part.Text
+			if part.Type == "refusal" {
+				text = part.Refusal
+			}
+			if text != "" {
+				out = append(out, &types.ContentBlockMemberText{Value: text})
+			}
+		case "image_url":
+			img, err := imageBlock(part.ImageURL.URL, pp+".image_url.url", target)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, &types.ContentBlockMemberImage{Value: img})
+		case "input_audio":
+			return nil, unsupported(target, pp+".type", "audio input", "")
+		case "file":
+			return nil, unsupported(target, pp+".type", "file content parts", "")
+		default:
+			return nil, unsupported(target, pp+".type", part.Type+" content parts", "")
+		}
+		var err error
+		if out, err = withCachePoint(out, part.CacheCtl, pp); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// assistantBlocks translates an assistant message: its text (or refusal),
+// then one toolUse block per tool call.
+func assistantBlocks(m *openaiwire.Message, p, target string) ([]types.ContentBlock, error) {
+	blocks, err := contentBlocks(m.Content, p, target)
+	if err != nil {
+		return nil, err
+	}
+	if m.Refusal != nil && *m.Refusal != "" {
+		blocks = append(blocks, &types.ContentBlockMemberText{Value: *m.Refusal})
+	}
+	for k, tc := range m.ToolCalls {
+		tp := fmt.Sprintf("%s.tool_calls[%d]", p, k)
+		if tc.ID == "" || tc.Function.Name == "" {
+			return nil, invalid(tp, "%s needs an id and a function name", tp)
+		}
+		input, err := argumentsDocument(tc.Function.Arguments)
+		if err != nil {
+			return nil, invalid(tp+".function.arguments", "%s.function.arguments is not a JSON object: %v", tp, err)
+		}
+		blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: &tc.ID, Name: &tc.Function.Name, Input: input,
+		}})
+	}
+	return withCachePoint(blocks, m.CacheCtl, p)
+}
+
+// toolResult translates a tool message into a toolResult block.
+func toolResult(m *openaiwire.Message, p, target string) (types.ContentBlock, error) {
+	content := []types.ToolResultContentBlock{}
+	if !m.Content.IsParts {
+		if m.Content.Text != "" {
+			content = append(content, &types.ToolResultContentBlockMemberText{Value: m.Content.Text})
+		}
+	} else {
+		for j := range m.Content.Parts {
+			part := &m.Content.Parts[j]
+			pp := fmt.Sprintf("%s.content[%d]", p, j)
+			switch part.Type {
+			case "text":
+				if part.Text != "" {
+					content = append(content, &types.ToolResultContentBlockMemberText{Value: part.Text})
+				}
+			case "image_url":
+				img, err := imageBlock(part.ImageURL.URL, pp+".image_url.url", target)
+				if err != nil {
+					return nil, err
+				}
+				content = append(content, &types.ToolResultContentBlockMemberImage{Value: img})
+			default:
+				return nil, unsupported(target, pp+".type", part.Type+" parts in tool messages", "")
+			}
+			if len(part.CacheCtl) > 0 && string(part.CacheCtl) != "null" {
+				return nil, unsupported(target, pp+".cache_control", "cache_control inside a tool result",
+					"put cache_control on the tool message itself")
+			}
+		}
+	}
+	id := m.ToolCallID
+	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: &id, Content: content}}, nil
+}
+
+// imageBlock translates an image URL. Data URLs carry the bytes; s3://
+// URLs become S3 locations (the model's account must be able to read
+// them). Bedrock cannot fetch http(s) URLs, so those are refused.
+func imageBlock(u, param, target string) (types.ImageBlock, error) {
+	switch {
+	case strings.HasPrefix(u, "data:"):
+		meta, data, ok := strings.Cut(u[len("data:"):], ",")
+		if !ok || !strings.HasSuffix(meta, ";base64") {
+			return types.ImageBlock{}, invalid(param, "%s: a data URL must be data:<image type>;base64,<data>", param)
+		}
+		mime, _, _ := strings.Cut(meta, ";")
+		format, ok := imageFormat(strings.ToLower(strings.TrimPrefix(mime, "image/")))
+		if !strings.HasPrefix(mime, "image/") || !ok {
+			return types.ImageBlock{}, unsupported(target, param, "image type "+mime, "bedrock takes png, jpeg, gif and webp")
+		}
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			if raw, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(data, "=")); err != nil {
+				return types.ImageBlock{}, invalid(param, "%s: the data URL's base64 data is invalid", param)
+			}
+		}
+		return types.ImageBlock{Format: format, Source: &types.ImageSourceMemberBytes{Value: raw}}, nil
+	case strings.HasPrefix(u, "s3://"):
+		ext := u[strings.LastIndexByte(u, '.')+1:]
+		format, ok := imageFormat(strings.ToLower(ext))
+		if !ok {
+			return types.ImageBlock{}, invalid(param, "%s: an s3:// image must end in .png, .jpg, .jpeg, .gif or .webp", param)
+		}
+		return types.ImageBlock{Format: format, Source: &types.ImageSourceMemberS3Location{Value: types.S3Location{Uri: &u}}}, nil
+	case strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"):
+		return types.ImageBlock{}, unsupported(target, param, "image URLs",
+			"bedrock cannot fetch URLs; send the image as a base64 data URL")
+	}
+	return types.ImageBlock{}, invalid(param, "%s must be a data: URL (or an s3:// URL)", param)
+}
+
+func imageFormat(s string) (types.ImageFormat, bool) {
+	switch s {
+	case "png":
+		return types.ImageFormatPng, true
+	case "jpeg", "jpg":
+		return types.ImageFormatJpeg, true
+	case "gif":
+		return types.ImageFormatGif, true
+	case "webp":
+		return types.ImageFormatWebp, true
+	}
+	return "", false
+}
+
+// cachePoint reads a cache_control object: {"type":"ephemeral"} with an
+// optional "ttl" of "5m" or "1h". Bedrock caches the prompt up to a
+// cachePoint block, so a cache_control on a part, a message, a system
+// message or a tool becomes a cachePoint right after it.
+func cachePoint(raw json.RawMessage, param string) (*types.CachePointBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var cc struct {
+		Type string `json:"type"`
+		TTL  string `json:"ttl"`
+	}
+	if err := json.Unmarshal(raw, &cc); err != nil || cc.Type != "ephemeral" {
+		return nil, invalid(param, "%s must be {\"type\":\"ephemeral\"} with an optional ttl", param)
+	}
+	cp := &types.CachePointBlock{Type: types.CachePointTypeDefault}
+	switch cc.TTL {
+	case "":
+	case "5m", "1h":
+		cp.Ttl = types.CacheTTL(cc.TTL)
+	default:
+		return nil, invalid(param+".ttl", "%s.ttl must be \"5m\" or \"1h\"", param)
+	}
+	return cp, nil
+}
+
+// withCachePoint appends a cachePoint block for raw, if it asks for one.
+func withCachePoint(blocks []types.ContentBlock, raw json.RawMessage, p string) ([]types.ContentBlock, error) {
+	cp, err := cachePoint(raw, p+".cache_control")
+	if err != nil || cp == nil {
+		return blocks, err
+	}
+	if len(blocks) == 0 {
+		return nil, invalid(p+".cache_control", "%s: cache_control needs content before it", p)
+	}
+	return append(blocks, &types.ContentBlockMemberCachePoint{Value: *cp}), nil
+}
+
+// toolConfig translates tools and tool_choice.
+//
+// Bedrock has no tool_choice "none", and it requires the tool definitions
+// whenever the conversation holds toolUse or toolResult blocks. So "none"
+// is honoured by sending no tools when the history has no tool blocks (the
+// model cannot call what it does not know), and refused when it has.
+func toolConfig(req *openaiwire.ChatRequest, hasToolBlocks bool, target string) (*types.ToolConfiguration, error) {
+	mode := ""
+	if req.ToolChoice != nil {
+		mode = req.ToolChoice.Mode
+	}
+	if mode == "none" {
+		if hasToolBlocks && len(req.Tools) > 0 {
+			return nil, unsupported(target, "tool_choice", "tool_choice \"none\" with tool calls in the conversation",
+				"bedrock then requires the tool definitions and has no way to forbid calling them")
+		}
+		if !hasToolBlocks {
+			return nil, nil
+		}
+	}
+	if len(req.Tools) == 0 {
+		switch {
+		case hasToolBlocks:
+			return nil, invalid("tools", "the conversation has tool calls or results but tools is empty; bedrock requires the tool definitions")
+		case mode == "auto" || mode == "required" || mode == "function":
+			return nil, invalid("tool_choice", "tool_choice %q needs tools", mode)
+		}
+		return nil, nil
+	}
+	tc := &types.ToolConfiguration{Tools: make([]types.Tool, 0, len(req.Tools))}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		p := fmt.Sprintf("tools[%d]", i)
+		params := bytes.TrimSpace(t.Function.Parameters)
+		if len(params) == 0 || string(params) == "null" {
+			params = []byte(`{"type":"object","properties":{}}`)
+		}
+		schema, err := jsonDocument(params, true)
+		if err != nil {
+			return nil, invalid(p+".function.parameters", "%s.function.parameters must be a JSON schema object", p)
+		}
+		spec := types.ToolSpecification{Name: &t.Function.Name, InputSchema: &types.ToolInputSchemaMemberJson{Value: schema},
+			Strict: t.Function.Strict}
+		if t.Function.Description != "" {
+			spec.Description = &t.Function.Description
+		}
+		tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+		cp, err := cachePoint(t.CacheCtl, p+".cache_control")
+		if err != nil {
+			return nil, err
+		}
+		if cp != nil {
+			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: *cp})
+		}
+	}
+	switch mode {
+	case "auto":
+		tc.ToolChoice = &types.ToolChoiceMemberAuto{}
+	case "required":
+		tc.ToolChoice = &types.ToolChoiceMemberAny{}
+	case "function":
+		name := req.ToolChoice.Function
+		tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: &name}}
+	}
+	return tc, nil
+}
+
+// inferenceConfig translates max tokens, temperature, top_p and stop.
+// Values pass through unscaled: bedrock validates them per model (Anthropic
+// models, for one, take temperature 0-1).
+func inferenceConfig(req *openaiwire.ChatRequest, maxTokens int) *types.InferenceConfiguration {
+	ic := &types.InferenceConfiguration{}
+	set := false
+	if n := req.MaxOutputTokens(); n > 0 {
+		maxTokens = n
+	}
+	if maxTokens > 0 {
+		v := int32(min(maxTokens, math.MaxInt32))
+		ic.MaxTokens, set = &v, true
+	}
+	if req.Temperature != nil {
+		v := float32(*req.Temperature)
+		ic.Temperature, set = &v, true
+	}
+	if req.TopP != nil {
+		v := float32(*req.TopP)
+		ic.TopP, set = &v, true
+	}
+	if len(req.Stop) > 0 {
+		ic.StopSequences, set = []string(req.Stop), true
+	}
+	if !set {
+		return nil
+	}
+	return ic
+}
+
+// outputConfig translates response_format json_schema into bedrock's
+// structured output (outputConfig.textFormat), and reasoning_effort into
+// outputConfig.effort.
+func outputConfig(req *openaiwire.ChatRequest, target string) (*types.OutputConfig, error) {
+	var oc types.OutputConfig
+	set := false
+	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" {
+		var js struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+		}
+		if err := json.Unmarshal(rf.JSONSchema, &js); err != nil || !gjson.ValidBytes(js.Schema) || !bytes.HasPrefix(bytes.TrimSpace(js.Schema), []byte("{")) {
+			return nil, invalid("response_format.json_schema", "response_format.json_schema must be an object with a name and a schema object")
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, js.Schema); err != nil {
+			return nil, invalid("response_format.json_schema.schema", "response_format.json_schema.schema is not valid JSON")
+		}
+		def := types.JsonSchemaDefinition{Schema: new(compact.String())}
+		if js.Name != "" {
+			def.Name = &js.Name
+		}
+		if js.Description != "" {
+			def.Description = &js.Description
+		}
+		oc.TextFormat = &types.OutputFormat{Type: types.OutputFormatTypeJsonSchema,
+			Structure: &types.OutputFormatStructureMemberJsonSchema{Value: def}}
+		set = true
+	}
+	switch e := req.ReasoningEffort; e {
+	case "", "none": // bedrock models do not reason unless asked to
+	case "low", "medium", "high", "xhigh":
+		oc.Effort, set = &e, true
+	default:
+		return nil, unsupported(target, "reasoning_effort", "reasoning_effort "+e, "bedrock takes low, medium, high or xhigh")
+	}
+	if !set {
+		return nil, nil
+	}
+	return &oc, nil
+}
+
+// argumentsDocument parses a tool call's arguments (a JSON object; empty
+// means no arguments) into a document.
+func argumentsDocument(args string) (document.Interface, error) {
+	if strings.TrimSpace(args) == "" {
+		return document.NewLazyDocument(map[string]any{}), nil
+	}
+	return jsonDocument([]byte(args), true)
+}
+
+// jsonDocument parses JSON into a document, keeping numbers exact.
+func jsonDocument(raw []byte, wantObject bool) (document.Interface, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	if _, ok := v.(map[string]any); wantObject && !ok {
+		return nil, fmt.Errorf("not an object")
+	}
+	return document.NewLazyDocument(exactNumbers(v)), nil
+}
+
+// exactNumbers replaces json.Number (which the document encoder would
+// write as a string) with the document's own number type.
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return smithydocument.Number(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = exactNumbers(e)
+		}
+	}
+	return v
+}
