@@ -9,13 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // translator turns the events of one ConverseStream response into OpenAI
 // chat.completion.chunk JSON. It is small, per response and stateful: it
 // numbers tool calls, remembers the finish reason and the usage, and writes
-// every chunk into one reused buffer.
+// every chunk with openaiwire.ChunkBuilder into one reused buffer.
 //
 // Event by event:
 //   - messageStart: the first chunk, delta {"role":"assistant","content":""}.
@@ -32,8 +33,7 @@ import (
 //   - metadata: the usage; the include_usage chunk (choices: []) is written
 //     once both messageStop and metadata have arrived.
 type translator struct {
-	prefix []byte // `{"id":...,"model":...,"choices":[`
-	buf    []byte
+	cb     openaiwire.ChunkBuilder
 	tools  []toolSlot
 	nTools int
 
@@ -51,27 +51,9 @@ type toolSlot struct {
 }
 
 func newTranslator(id, model string, created int64) *translator {
-	t := &translator{buf: make([]byte, 0, 512)}
-	p := make([]byte, 0, 96+len(id)+len(model))
-	p = append(p, `{"id":`...)
-	p = appendString(p, id)
-	p = append(p, `,"object":"chat.completion.chunk","created":`...)
-	p = appendInt(p, created)
-	p = append(p, `,"model":`...)
-	p = appendString(p, model)
-	t.prefix = append(p, `,"choices":[`...)
+	t := &translator{}
+	t.cb.Reset(id, created, model)
 	return t
-}
-
-// choice starts a chunk with one choice; end closes it.
-func (t *translator) choice() []byte {
-	return append(append(t.buf[:0], t.prefix...), `{"index":0,"delta":{`...)
-}
-
-func (t *translator) end(b []byte) []byte {
-	b = append(b, `},"finish_reason":null}]}`...)
-	t.buf = b
-	return b
 }
 
 // event translates one event. A zero Frame (nil Data) means the event
@@ -90,21 +72,13 @@ func (t *translator) event(ev types.ConverseStreamOutput) (provider.Frame, error
 		t.tools = append(t.tools, toolSlot{block: deref32(e.Value.ContentBlockIndex), tool: idx})
 		name := deref(tu.Value.Name)
 		t.chars += len(name)
-		b := append(t.choice(), `"tool_calls":[{"index":`...)
-		b = appendInt(b, int64(idx))
-		b = append(b, `,"id":`...)
-		b = appendString(b, deref(tu.Value.ToolUseId))
-		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendString(b, name)
-		b = append(b, `,"arguments":""}}]`...)
-		return provider.Frame{Data: t.end(b), Content: true}, nil
+		return provider.Frame{Data: t.cb.ToolCallStart(idx, deref(tu.Value.ToolUseId), name), Content: true}, nil
 	case *types.ConverseStreamOutputMemberMessageStart:
 		if t.started {
 			return provider.Frame{}, nil
 		}
 		t.started = true
-		b := append(t.choice(), `"role":"assistant","content":""`...)
-		return provider.Frame{Data: t.end(b)}, nil
+		return provider.Frame{Data: t.cb.Role()}, nil
 	case *types.ConverseStreamOutputMemberMessageStop:
 		if t.stopped {
 			return provider.Frame{}, nil
@@ -114,10 +88,7 @@ func (t *translator) event(ev types.ConverseStreamOutput) (provider.Frame, error
 			return provider.Frame{}, err
 		}
 		t.stopped = true
-		b := append(append(t.buf[:0], t.prefix...), `{"index":0,"delta":{},"finish_reason":`...)
-		b = appendString(b, fr)
-		t.buf = append(b, `}]}`...)
-		return provider.Frame{Data: t.buf, Finish: true}, nil
+		return provider.Frame{Data: t.cb.Finish(fr), Finish: true}, nil
 	case *types.ConverseStreamOutputMemberMetadata:
 		t.meta = true
 		if u := e.Value.Usage; u != nil {
@@ -135,8 +106,7 @@ func (t *translator) delta(e *types.ContentBlockDeltaEvent) (provider.Frame, err
 			return provider.Frame{}, nil
 		}
 		t.chars += utf8.RuneCountInString(d.Value)
-		b := append(t.choice(), `"content":`...)
-		return provider.Frame{Data: t.end(appendString(b, d.Value)), Content: true}, nil
+		return provider.Frame{Data: t.cb.Content(d.Value), Content: true}, nil
 	case *types.ContentBlockDeltaMemberToolUse:
 		idx := t.toolIndex(deref32(e.ContentBlockIndex))
 		if idx < 0 {
@@ -144,20 +114,14 @@ func (t *translator) delta(e *types.ContentBlockDeltaEvent) (provider.Frame, err
 		}
 		args := deref(d.Value.Input)
 		t.chars += len(args)
-		b := append(t.choice(), `"tool_calls":[{"index":`...)
-		b = appendInt(b, int64(idx))
-		b = append(b, `,"function":{"arguments":`...)
-		b = appendString(b, args)
-		b = append(b, `}}]`...)
-		return provider.Frame{Data: t.end(b), Content: true}, nil
+		return provider.Frame{Data: t.cb.ToolCallArguments(idx, args), Content: true}, nil
 	case *types.ContentBlockDeltaMemberReasoningContent:
 		rt, ok := d.Value.(*types.ReasoningContentBlockDeltaMemberText)
 		if !ok || rt.Value == "" {
 			return provider.Frame{}, nil
 		}
 		t.chars += utf8.RuneCountInString(rt.Value)
-		b := append(t.choice(), `"reasoning_content":`...)
-		return provider.Frame{Data: t.end(appendString(b, rt.Value)), Content: true}, nil
+		return provider.Frame{Data: t.cb.Reasoning(rt.Value), Content: true}, nil
 	}
 	return provider.Frame{}, nil
 }
@@ -176,10 +140,7 @@ func (t *translator) toolIndex(block int32) int {
 
 // usageChunk writes the include_usage chunk: choices empty, usage set.
 func (t *translator) usageChunk(u provider.Usage) []byte {
-	b := append(append(t.buf[:0], t.prefix...), `],"usage":`...)
-	b = appendUsage(b, u.Input, u.Output, u.CacheRead, u.CacheWrite)
-	t.buf = append(b, '}')
-	return t.buf
+	return t.cb.Usage(*u.OpenAI())
 }
 
 // finishReason maps bedrock's stopReason to OpenAI's finish_reason.
