@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/fakellm"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/provider/anthropic"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 )
@@ -27,6 +28,9 @@ var Factories = map[string]Factory{
 	},
 	"bedrock": func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return bedrock.New(ctx, id, p, HTTPClient(p))
+	},
+	"anthropic": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
+		return anthropic.New(id, p, HTTPClient(p))
 	},
 	"fake": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		fp := *p

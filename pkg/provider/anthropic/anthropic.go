@@ -1,0 +1,166 @@
+// Package anthropic is the adapter for Anthropic's native Messages API
+// (provider kind "anthropic"). It translates the client's OpenAI chat
+// completion request into a Messages request (see request.go for what is
+// translated, rejected and ignored), sends it to {base_url}/v1/messages and
+// translates the response, streamed (see stream.go) or whole (see
+// response.go), back into OpenAI chunks or a chat.completion body.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/anthropicwire"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// maxBody caps a non-streaming response body; maxErrBody an error body.
+const (
+	maxBody    = 64 << 20
+	maxErrBody = 64 << 10
+)
+
+// timeNow is the clock for chunks' created field and Retry-After dates.
+var timeNow = time.Now
+
+// Adapter sends chat completions to one Anthropic provider.
+type Adapter struct {
+	id         string
+	endpoint   string // base URL + /v1/messages, query kept
+	authHeader string
+	version    string
+	headers    map[string]string
+	client     *http.Client
+}
+
+var _ provider.Provider = (*Adapter)(nil)
+
+// New returns the adapter for provider id. The endpoint is base_url +
+// "/v1/messages" (base_url like https://api.anthropic.com; a base_url that
+// already ends in /v1 gets "/messages"). The key goes in x-api-key unless
+// auth_header says otherwise ("authorization" sends it as a Bearer token);
+// options.anthropic_version sets the anthropic-version header (default
+// 2023-06-01). client must have no total Timeout.
+func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
+	u, err := url.Parse(p.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	if strings.HasSuffix(path, "/v1") {
+		u.Path = path + "/messages"
+	} else {
+		u.Path = path + "/v1/messages"
+	}
+	auth := strings.ToLower(p.AuthHeader)
+	if auth == "" {
+		auth = "x-api-key"
+	}
+	version := p.Options["anthropic_version"]
+	if version == "" {
+		version = anthropicwire.DefaultVersion
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, version: version, headers: p.Headers, client: client}, nil
+}
+
+// Send implements provider.Provider. Requests Anthropic cannot honour are
+// rejected with invalid_request before any network call.
+func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	tr := translator{target: a.id + "/" + call.Model, prov: a.id}
+	areq, err := tr.translateRequest(call.Req, call.Body, call.Model, call.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(areq)
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for target " + tr.target, Provider: a.id, Cause: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
+	}
+	stream := call.Req.Stream
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "llmgw")
+	h.Set("anthropic-version", a.version)
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		h.Set("Accept-Encoding", "identity")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	for k, v := range a.headers {
+		h.Set(k, v)
+	}
+	setKey(h, a.authHeader, call.Key)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if call.OnResponse != nil {
+		call.OnResponse(resp.StatusCode, resp.Header)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, a.statusError(resp, call.Key)
+	}
+	created := timeNow().Unix()
+	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return newSSEStream(a.id, resp.Body, len(body), created), nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if stream {
+		var e anthropicwire.ErrorResponse
+		if json.Unmarshal(data, &e) == nil && e.Type == anthropicwire.EventError {
+			return nil, provider.InBandError(a.id, e.Error.Type)
+		}
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
+	}
+	out, u, err := translateResponse(a.id, data, created)
+	if err != nil {
+		return nil, err
+	}
+	return provider.Single(out, true, u), nil
+}
+
+// setKey puts the key in the configured header; no key, no header.
+func setKey(h http.Header, header string, k keys.Key) {
+	if k.Secret == "" {
+		return
+	}
+	if header == "authorization" {
+		h.Set("Authorization", "Bearer "+k.Secret)
+		return
+	}
+	h.Set(header, k.Secret)
+}
+
+// statusError reads an Anthropic error body ({"type":"error","error":
+// {"type","message"}}) and classifies it: overloaded_error and 529 are
+// overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's
+// credentials, 400 invalid_request with the redacted message as detail.
+func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+	var e anthropicwire.ErrorResponse
+	_ = json.Unmarshal(raw, &e)
+	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
+		keys.RetryAfter(resp.Header, timeNow()))
+}
