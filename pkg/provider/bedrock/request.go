@@ -2,7 +2,9 @@ package bedrock
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -296,8 +298,9 @@ func assistantBlocks(m *openaiwire.Message, p, target string) ([]types.ContentBl
 		if err != nil {
 			return nil, invalid(tp+".function.arguments", "%s.function.arguments is not a JSON object: %v", tp, err)
 		}
+		id := toolUseID(tc.ID)
 		blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-			ToolUseId: &tc.ID, Name: &tc.Function.Name, Input: input,
+			ToolUseId: &id, Name: &tc.Function.Name, Input: input,
 		}})
 	}
 	return withCachePoint(blocks, m.CacheCtl, p)
@@ -334,8 +337,26 @@ func toolResult(m *openaiwire.Message, p, target string) (types.ContentBlock, er
 			}
 		}
 	}
-	id := m.ToolCallID
+	id := toolUseID(m.ToolCallID)
 	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: &id, Content: content}}, nil
+}
+
+// toolUseID returns a tool call id in the form bedrock accepts (1-64 of
+// [a-zA-Z0-9_-]). Ids bedrock itself issued pass unchanged; any other id
+// (another provider's, a client's own) that does not fit is replaced by a
+// hash of it, the same in the assistant's toolUse and in the tool's
+// toolResult, so the pair still matches.
+func toolUseID(id string) string {
+	ok := len(id) >= 1 && len(id) <= 64
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	if ok {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "call_" + hex.EncodeToString(sum[:12])
 }
 
 // imageBlock translates an image URL. Data URLs carry the bytes; s3://
