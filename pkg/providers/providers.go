@@ -27,7 +27,7 @@ var Factories = map[string]Factory{
 		return openaicompat.New(id, p, HTTPClient(p))
 	},
 	"bedrock": func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return bedrock.New(ctx, id, p, HTTPClient(p))
+		return bedrock.New(ctx, id, p, nil)
 	},
 	"anthropic": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return anthropic.New(id, p, HTTPClient(p))

@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -223,6 +224,31 @@ func TestEndpointOverridesEnv(t *testing.T) {
 	}
 	if len(wrong.requests()) != 0 || len(f.requests()) != 1 {
 		t.Errorf("requests: env endpoint %d, provider endpoint %d; want 0 and 1", len(wrong.requests()), len(f.requests()))
+	}
+}
+
+// TestCABundle: the factory's client honours AWS_CA_BUNDLE (the SDK can
+// only add a bundle to its own HTTP client type, so a plain *http.Client
+// would fail to build here).
+func TestCABundle(t *testing.T) {
+	f := newFakeTLS(t, reply{events: concat(textEvents("tls"), stopEvents("end_turn", 1, 1))})
+	awsEnv(t)
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+	if err := os.WriteFile(bundle, pemCert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CA_BUNDLE", bundle)
+	a, err := bedrock.New(context.Background(), "br", &config.Provider{Kind: "bedrock", Region: "us-east-1", Endpoint: f.srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Send(context.Background(), newCall(t, streamHi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drain(t, s); err != io.EOF {
+		t.Fatal(err)
 	}
 }
 

@@ -51,12 +51,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/smithy-go/middleware"
@@ -87,23 +89,26 @@ type Adapter struct {
 var _ provider.Provider = (*Adapter)(nil)
 
 // New builds the adapter for provider id: one SDK client, from the default
-// AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME) with the
-// provider's region and endpoint. It makes no network call. hc carries the
-// transport (nil: the SDK's); it must have no total timeout. The SDK's own
-// retries are off: the failover engine decides retries.
-func New(ctx context.Context, id string, p *config.Provider, hc *http.Client) (*Adapter, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if p.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(p.Region))
-	}
-	if hc != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(hc))
-	}
+// AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
+// AWS_CA_BUNDLE) with the provider's region and endpoint. It makes no
+// network call. The SDK's own retries are off: the failover engine decides
+// retries.
+//
+// hc nil (the factory's choice) means the SDK's buildable HTTP client,
+// tuned like the other providers' (pooled keep-alive connections, the
+// provider's connect timeout, no total timeout: streams are bounded by the
+// failover engine) and still honouring AWS_CA_BUNDLE, which the SDK can
+// only add to its own client type. A non-nil hc replaces it (tests).
+func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) (*Adapter, error) {
 	if p.Endpoint != "" {
 		u, err := url.Parse(p.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("provider %s: endpoint %q is not an http(s) URL", id, p.Endpoint)
 		}
+	}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(httpClient(p))}
+	if p.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(p.Region))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -116,9 +121,29 @@ func New(ctx context.Context, id string, p *config.Provider, hc *http.Client) (*
 		if p.Endpoint != "" {
 			o.BaseEndpoint = aws.String(p.Endpoint)
 		}
+		if hc != nil {
+			o.HTTPClient = hc
+		}
 		o.Retryer = aws.NopRetryer{}
 	})
 	return NewWithAPI(id, client), nil
+}
+
+// httpClient is the SDK's buildable client with the gateway's transport
+// settings.
+func httpClient(p *config.Provider) *awshttp.BuildableClient {
+	connect := p.ConnectTimeout.D()
+	if connect == 0 {
+		connect = 5 * time.Second
+	}
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout, d.KeepAlive = connect, 30*time.Second }).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.TLSHandshakeTimeout = connect
+			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+			tr.IdleConnTimeout = 90 * time.Second
+		}).
+		WithTimeout(0)
 }
 
 // NewWithAPI returns the adapter for provider id over api.

@@ -75,6 +75,15 @@ func newFake(t *testing.T, replies ...reply) *fakeBedrock {
 	return f
 }
 
+// newFakeTLS is newFake over HTTPS, with a certificate of its own.
+func newFakeTLS(t *testing.T, replies ...reply) *fakeBedrock {
+	t.Helper()
+	f := &fakeBedrock{t: t, replies: replies}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
 func (f *fakeBedrock) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	rec := recorded{method: r.Method, path: r.URL.EscapedPath(), raw: raw, header: r.Header.Clone()}
@@ -156,6 +165,7 @@ func awsEnv(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "")
+	t.Setenv("AWS_CA_BUNDLE", "")
 }
 
 // newAdapter builds the adapter the way the factory does, pointed at the

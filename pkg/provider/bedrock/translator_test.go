@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
-func i32(n int32) *int32 { return &n }
+func i32(n int32) *int32   { return &n }
 func str(s string) *string { return &s }
 
 // TestFinishReason maps every stop reason bedrock documents.
