@@ -51,6 +51,9 @@ type Options struct {
 	}
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Sleep waits between retries (nil: a timer that honours ctx). Tests
+	// use it to see and skip waits.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Handler serves the gateway API. Build it with New; swap its config with
@@ -152,7 +155,7 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 		h.pool.SetKeys(resolved)
 	}
 	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
-		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now,
+		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
 	}}
 	h.current.Store(rt)
 	return nil
