@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
@@ -443,5 +447,53 @@ func TestConverseMalformed(t *testing.T) {
 	_, err := newAdapter(t, f).Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
 	if category(err) != gwerr.Unavailable {
 		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// injected is an API that is not the SDK client: tests and embedders can
+// put their own behind the adapter.
+type injected struct {
+	out *bedrockruntime.ConverseOutput
+	err error
+}
+
+func (i *injected) Converse(context.Context, *bedrockruntime.ConverseInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error) {
+	return i.out, i.err
+}
+
+func (i *injected) ConverseStream(context.Context, *bedrockruntime.ConverseStreamInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error) {
+	if i.err != nil {
+		return nil, i.err
+	}
+	return &bedrockruntime.ConverseStreamOutput{}, nil
+}
+
+// TestInjectedAPI: the adapter works over any API; errors without an HTTP
+// response are still classified by their exception type, and an output
+// without an event stream is a provider failure, not a panic.
+func TestInjectedAPI(t *testing.T) {
+	text := "injected"
+	a := bedrock.NewWithAPI("br", &injected{out: &bedrockruntime.ConverseOutput{StopReason: types.StopReasonEndTurn,
+		Output: &types.ConverseOutputMemberMessage{Value: types.Message{Role: types.ConversationRoleAssistant,
+			Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: text}}}}}})
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.Next()
+	if !strings.Contains(string(f.Data), `"content":"injected"`) || !strings.Contains(string(f.Data), `"id":"chatcmpl-`) {
+		t.Errorf("completion %s", f.Data)
+	}
+	if u := s.Usage(); !u.Estimated || u.Output != 2 {
+		t.Errorf("usage without bedrock's figures %+v, want an estimate", u)
+	}
+
+	a = bedrock.NewWithAPI("br", &injected{err: &types.ThrottlingException{Message: aws.String("slow down")}})
+	if _, err := a.Send(context.Background(), newCall(t, streamHi)); category(err) != gwerr.RateLimited {
+		t.Errorf("err = %v, want rate_limited", err)
+	}
+	a = bedrock.NewWithAPI("br", &injected{})
+	if _, err := a.Send(context.Background(), newCall(t, streamHi)); category(err) != gwerr.Unavailable {
+		t.Errorf("err = %v, want unavailable for a missing event stream", err)
 	}
 }

@@ -182,6 +182,20 @@ func TestOpenAISDK(t *testing.T) {
 		}
 	})
 
+	t.Run("throttled_in_stream_before_content_falls_back", func(t *testing.T) {
+		br1 := newFake(t, reply{events: []event{ev("messageStart", `{"role":"assistant"}`), exc("throttlingException", "Too many tokens")}})
+		br2 := newFake(t, reply{events: concat(textEvents("second"), stopEvents("end_turn", 2, 1))})
+		_, client := gateway(t, br1, br2)
+		acc, err := accumulate(t, client, openai.ChatCompletionNewParams{Model: "chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := acc.Choices[0].Message.Content; got != "second" {
+			t.Errorf("content %q, want the fallback's", got)
+		}
+	})
+
 	t.Run("unsupported_feature_is_a_client_error", func(t *testing.T) {
 		br1, br2 := newFake(t, reply{body: okConverse}), newFake(t, reply{body: okConverse})
 		_, client := gateway(t, br1, br2)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
@@ -193,5 +194,13 @@ func BenchmarkTranslateToolUseDelta(b *testing.B) {
 		if f, err := tr.event(ev); err != nil || len(f.Data) == 0 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestResponseID: bedrock's request id when there is one, else random.
+func TestResponseID(t *testing.T) {
+	a, b := responseID(middleware.Metadata{}), responseID(middleware.Metadata{})
+	if !strings.HasPrefix(a, "chatcmpl-") || len(a) != len("chatcmpl-")+24 || a == b {
+		t.Errorf("random ids %q, %q", a, b)
 	}
 }
