@@ -220,7 +220,9 @@ func (g *Gateway) addGateway() {
 		opts.Cors = &awslambda.FunctionUrlCorsOptions{
 			AllowedOrigins: jsii.Strings(s.CORSAllowedOrigins...),
 			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET, awslambda.HttpMethod_POST},
-			AllowedHeaders: jsii.Strings("authorization", "content-type", "x-api-key", "anthropic-version", "openai-beta"),
+			// The OpenAI and Anthropic browser SDKs send several x-stainless-*
+			// headers besides authorization and content-type.
+			AllowedHeaders: jsii.Strings("*"),
 			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),
 		}
 	}
