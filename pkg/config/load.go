@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
@@ -49,10 +51,24 @@ func LoadFile(path string) (*Config, error) {
 
 // Parse decodes YAML or JSON (JSON is YAML), rejecting unknown fields, then
 // applies defaults and validates. Errors name the offending field and value.
+//
+// YAML is read as YAML 1.2 (yaml.v3): "n", "no" and "on" stay strings, so a
+// route or provider may be called that. The document is turned into JSON
+// and decoded strictly, so YAML and JSON configs behave the same.
 func Parse(b []byte) (*Config, error) {
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
 	var c Config
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if err := c.prepare(); err != nil {
 		return nil, err

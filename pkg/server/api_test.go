@@ -50,7 +50,7 @@ func TestSDKNonStreaming(t *testing.T) {
 	if _, ok := sent["stream_options"]; ok {
 		t.Errorf("non-streaming call got stream_options: %s", up.body(0))
 	}
-	recs := g.recs()
+	recs := g.waitRecs(t, 1)
 	if len(recs) != 1 || recs[0].InputTokens != 1117 || recs[0].OutputTokens != 46 || recs[0].Outcome != "ok" {
 		t.Errorf("record = %+v", recs)
 	}
@@ -86,7 +86,7 @@ func TestSDKStreamingUsageAlwaysCountedButOnlyRelayedWhenAsked(t *testing.T) {
 	if !bytes.Contains(up.body(0), []byte(`"stream_options":{"include_usage":true}`)) {
 		t.Errorf("gateway did not ask the upstream for usage: %s", up.body(0))
 	}
-	recs := g.recs()
+	recs := g.waitRecs(t, 1)
 	if len(recs) != 1 || recs[0].InputTokens != 11 || recs[0].OutputTokens != 2 || recs[0].CachedTokens != 3 || recs[0].Estimated {
 		t.Errorf("usage not counted from the usage chunk: %+v", recs)
 	}
@@ -115,7 +115,7 @@ func TestStreamingUsageEstimatedWhenUpstreamSendsNone(t *testing.T) {
 	g := newGateway(t, oneRoute("", up.URL))
 	resp := g.post(t, streamBody)
 	readAll(t, resp.Body)
-	recs := g.recs()
+	recs := g.waitRecs(t, 1)
 	if len(recs) != 1 || !recs[0].Estimated || recs[0].OutputTokens != 3 {
 		t.Errorf("want estimated output tokens 3 (12 chars / 4), got %+v", recs)
 	}

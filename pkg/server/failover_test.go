@@ -106,7 +106,7 @@ func TestFailoverOnRefusedConnection(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(out, "Hello") || resp.Header.Get("x-gateway-provider") != "p1" {
 		t.Fatalf("status %d provider %q: %s", resp.StatusCode, resp.Header.Get("x-gateway-provider"), out)
 	}
-	rec := g.recs()[0]
+	rec := g.waitRecs(t, 1)[0]
 	if len(rec.Attempts) != 3 || rec.Attempts[0].Category != "unavailable" || rec.Attempts[0].Phase != "first_byte" {
 		t.Errorf("attempts = %+v", rec.Attempts)
 	}
@@ -140,7 +140,7 @@ func TestFirstTokenTimeoutFailsOver(t *testing.T) {
 	if el := time.Since(start); el < 150*time.Millisecond {
 		t.Errorf("answered in %v: the timeout cannot have fired", el)
 	}
-	rec := g.recs()[0]
+	rec := g.waitRecs(t, 1)[0]
 	if rec.Attempts[0].Category != "timeout" || rec.Attempts[0].Phase != "first_token" {
 		t.Errorf("attempt = %+v", rec.Attempts[0])
 	}
@@ -395,7 +395,7 @@ func TestMidStreamFailuresEndWithOneErrorEventAndNoDone(t *testing.T) {
 			if second.hits.Load() != 0 {
 				t.Error("switched provider after the first token")
 			}
-			if rec := g.recs()[0]; rec.Outcome != tc.category || rec.OutputTokens == 0 {
+			if rec := g.waitRecs(t, 1)[0]; rec.Outcome != tc.category || rec.OutputTokens == 0 {
 				t.Errorf("record = %+v", rec)
 			}
 		})
@@ -487,7 +487,7 @@ routes:
 	if primary.hits.Load() != 3 {
 		t.Errorf("open breaker still sent %d calls to the primary", primary.hits.Load()-3)
 	}
-	rec := g.recs()[len(g.recs())-1]
+	rec := g.waitRecs(t, 8)[7]
 	if rec.Attempts[0].Skipped != "breaker_open" {
 		t.Errorf("attempts = %+v", rec.Attempts)
 	}

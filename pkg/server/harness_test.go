@@ -159,6 +159,21 @@ func (g *gateway) recs() []usage.Record {
 	return append([]usage.Record(nil), g.records...)
 }
 
+// waitRecs waits until n usage records exist: a record is written after
+// the response's last byte, so a client may finish first.
+func (g *gateway) waitRecs(t *testing.T, n int) []usage.Record {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.recs()) < n && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	recs := g.recs()
+	if len(recs) != n {
+		t.Fatalf("%d usage records, want %d", len(recs), n)
+	}
+	return recs
+}
+
 func (g *gateway) waits() []time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()

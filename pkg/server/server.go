@@ -166,9 +166,10 @@ func (h *Handler) Config() *config.Config { return h.current.Load().cfg }
 
 // ServeHTTP routes a request. It never lets a panic escape: lambdaurl has no
 // recover, and a panic there would kill the process.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
-	w.Header().Set("x-request-id", rid)
+	rw.Header().Set("x-request-id", rid)
+	w := &trackingWriter{ResponseWriter: rw}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -176,7 +177,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			writeError(w, gwerr.New(gwerr.Internal, "internal error"), rid)
+			if !w.wrote {
+				writeError(w, gwerr.New(gwerr.Internal, "internal error"), rid)
+			}
 		}
 	}()
 	switch r.URL.Path {
@@ -233,3 +236,23 @@ func plainID(s string) bool {
 	}
 	return true
 }
+
+// trackingWriter remembers whether the response was committed, so that a
+// recovered panic does not try to write a second status line.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer's Flush.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
