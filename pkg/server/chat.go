@@ -28,6 +28,7 @@ type exchange struct {
 	rec    usage.Record
 	trace  failover.Trace
 	stream bool
+	settle Settle
 }
 
 // chat serves POST /v1/chat/completions.
@@ -52,11 +53,34 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, rid string) {
 		x.fail(gwerr.New(gwerr.InvalidRequest, "a streaming request must accept text/event-stream (Accept: %q)", r.Header.Get("Accept")).WithCode("not_acceptable"))
 		return
 	}
+	caller := CallerFrom(r.Context())
+	x.rec.Team = caller.Team
+	tag, terr := requestTag(r, req)
+	if terr != nil {
+		x.fail(terr)
+		return
+	}
+	x.rec.Tag = tag
+	if tag != "" {
+		w.Header().Set("x-gateway-tag", tag)
+	}
 	steps, route, ok := cfg.Chain(req.Model)
 	if !ok {
 		x.fail(gwerr.New(gwerr.NotFound, "the model %q does not exist; GET /v1/models lists the models this gateway serves", req.Model).
 			WithParam("model").WithCode("model_not_found"))
 		return
+	}
+	if !caller.MayUse(req.Model) {
+		x.fail(gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Model).WithParam("model").WithCode("model_not_allowed"))
+		return
+	}
+	if h.opts.Admit != nil {
+		settle, err := h.opts.Admit(r.Context(), &Admission{Caller: caller, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: body})
+		if err != nil {
+			x.fail(gwerr.As(err))
+			return
+		}
+		x.settle = settle
 	}
 
 	ctx, cancel := requestContext(r.Context(), x.start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
@@ -178,11 +202,17 @@ func (x *exchange) finish() {
 	x.rec.Target, x.rec.Provider = x.trace.Target, x.trace.Provider
 	x.rec.Attempts, x.rec.FallbackDepth = x.trace.Attempts, x.trace.FallbackDepth
 	x.rec.LatencyMillis = ms(x.h.opts.Now().Sub(x.start))
+	// The client may be gone; settlement and the record must still happen.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+	defer cancel()
+	if x.h.opts.Cost != nil {
+		x.rec.CostUSD = x.h.opts.Cost(x.rt.cfg, &x.rec)
+	}
+	if x.settle != nil {
+		x.settle(ctx, &x.rec)
+	}
 	x.h.logRequest(x.r.Context(), &x.rec)
 	if x.h.opts.Record != nil {
-		// The client may be gone; the record must still be written.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
-		defer cancel()
 		x.h.opts.Record(ctx, &x.rec)
 	}
 }

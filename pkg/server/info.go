@@ -25,8 +25,11 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request, rid string) {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
 	}{Object: "list", Data: []modelObject{}}
+	caller := CallerFrom(r.Context())
 	for _, name := range cfg.RouteNames() {
-		list.Data = append(list.Data, modelObject{ID: name, Object: "model", OwnedBy: "llmgw"})
+		if caller.MayUse(name) {
+			list.Data = append(list.Data, modelObject{ID: name, Object: "model", OwnedBy: "llmgw"})
+		}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -38,8 +41,8 @@ func modelPath(p string) (string, bool) {
 }
 
 // model serves GET /v1/models/{id}.
-func (h *Handler) model(w http.ResponseWriter, rid, id string) {
-	if _, ok := h.current.Load().cfg.Routes[id]; !ok {
+func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
+	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !CallerFrom(r.Context()).MayUse(id) {
 		writeError(w, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
 		return
 	}

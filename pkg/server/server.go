@@ -49,6 +49,14 @@ type Options struct {
 		keys.Picker
 		Statuses(provider, model string) []keys.Status
 	}
+	// Authenticate identifies callers of the /v1 API (nil: everyone is an
+	// anonymous caller, for local use).
+	Authenticate Authenticator
+	// Admit enforces limits and budgets before spend (nil: none).
+	Admit Admitter
+	// Cost prices a finished request's usage from the config's price table
+	// (nil: cost is not computed).
+	Cost func(cfg *config.Config, rec *usage.Record) float64
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests
@@ -182,6 +190,20 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	if r.URL.Path == "/healthz" {
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, rid, http.MethodGet)
+			return
+		}
+		h.health(w, r)
+		return
+	}
+	caller, err := h.authenticate(r)
+	if err != nil {
+		writeError(w, gwerr.As(err), rid)
+		return
+	}
+	r = r.WithContext(withCaller(r.Context(), caller))
 	switch r.URL.Path {
 	case "/v1/chat/completions", "/chat/completions":
 		if r.Method != http.MethodPost {
@@ -195,15 +217,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.models(w, r, rid)
-	case "/healthz":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, http.MethodGet)
-			return
-		}
-		h.health(w, r)
 	default:
 		if m, ok := modelPath(r.URL.Path); ok && r.Method == http.MethodGet {
-			h.model(w, rid, m)
+			h.model(w, r, rid, m)
 			return
 		}
 		writeError(w, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
@@ -256,3 +272,30 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer's Flush.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// authenticate runs the Authenticator; without one every caller is anonymous.
+func (h *Handler) authenticate(r *http.Request) (*Caller, error) {
+	if h.opts.Authenticate == nil {
+		return &Caller{}, nil
+	}
+	c, err := h.opts.Authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, gwerr.New(gwerr.Authentication, "invalid API key")
+	}
+	return c, nil
+}
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the authenticated caller of a request's context.
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}
