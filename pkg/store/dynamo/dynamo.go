@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -97,8 +98,9 @@ func WithPageSize(n int32) Option {
 	}
 }
 
-// WithMaxAttempts bounds the optimistic loops (default 16). When a loop
-// runs out, the call fails with store.ErrConflict.
+// WithMaxAttempts bounds the optimistic loops (default 16; retries wait a
+// short random backoff). When a loop runs out, the call fails with
+// store.ErrConflict.
 func WithMaxAttempts(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
@@ -396,6 +398,24 @@ func (s *Store) putCond(ctx context.Context, it store.Item, ver int64, e *expr, 
 
 var errConditionFailed = errors.New("condition failed")
 
+// backoff waits before retry attempt n (n >= 1) of an optimistic loop: a
+// random delay up to min(2^n ms, 50 ms), so contenders spread out. It returns
+// ctx's error if ctx ends first.
+func backoff(ctx context.Context, n int) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	ceiling := min(time.Millisecond<<min(n, 6), 50*time.Millisecond)
+	t := time.NewTimer(rand.N(ceiling) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // putIfAbsentRaw creates it with version 1 when no record (live or expired)
 // has its key.
 func (s *Store) putIfAbsentRaw(ctx context.Context, it store.Item) error {
@@ -457,7 +477,7 @@ func (s *Store) put(ctx context.Context, it store.Item, c store.Cond) (store.Ite
 	// Always and IfAbsent: create, or replace the current record at its
 	// version; IfAbsent replaces only an expired record.
 	for attempt := 0; attempt < s.maxAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := backoff(ctx, attempt); err != nil {
 			return store.Item{}, err
 		}
 		var (
@@ -507,7 +527,7 @@ func (s *Store) add(ctx context.Context, k store.Key, deltas map[string]float64,
 	}
 	ttl := store.TTL(opts.Expires)
 	for attempt := 0; attempt < s.maxAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := backoff(ctx, attempt); err != nil {
 			return store.Item{}, err
 		}
 		now := s.now()

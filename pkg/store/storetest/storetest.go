@@ -285,6 +285,26 @@ func testPutIfVersion(t *testing.T, s store.Store, _ *Clock) {
 	if final.Nums["n"] != 40 || wins.Load() != 40 || final.Version != 41 {
 		t.Fatalf("CAS loop: n=%v wins=%d version=%d, want 40, 40, 41", final.Nums["n"], wins.Load(), final.Version)
 	}
+
+	// Racing unconditional Puts: all succeed, each counts one version.
+	ak := store.Key{PK: "ver", SK: "always"}
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
+				it := store.Item{Key: ak, Nums: map[string]float64{"g": float64(g)}}
+				if _, err := s.Put(ctxT(t), it, store.Always()); err != nil {
+					t.Errorf("racing Put Always: %v", err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if got := mustFound(t, s, ak); got.Version != 40 {
+		t.Fatalf("after 40 racing Put Always: version %d, want 40", got.Version)
+	}
 }
 
 func testPutIfAbsent(t *testing.T, s store.Store, _ *Clock) {
@@ -364,6 +384,27 @@ func testExpiredInThePast(t *testing.T, s store.Store, clk *Clock) {
 	want := store.Item{Key: k2, Version: 3, Expires: exp.UTC(), Nums: map[string]float64{"c": 5}}
 	wantItem(t, got, want, "Add over expired")
 	wantItem(t, mustFound(t, s, k2), want, "Get after Add over expired")
+
+	// Racing Adds over an expired item: one replaces it, none is lost.
+	k5 := store.Key{PK: "exp", SK: "race"}
+	mustPut(t, s, store.Item{Key: k5, Expires: past, Nums: map[string]float64{"c": 100}}, store.Always())
+	var wg sync.WaitGroup
+	for g := 0; g < 10; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Add(ctxT(t), k5, map[string]float64{"c": 1}, store.AddOptions{}); err != nil {
+				t.Errorf("racing Add over expired: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := mustFound(t, s, k5); got.Nums["c"] != 10 || got.Version != 11 {
+		t.Fatalf("10 racing Adds over an expired item: %s, want c=10 version 11", show(got))
+	}
+	if err := s.Delete(ctxT(t), k5, store.Always()); err != nil {
+		t.Fatal(err)
+	}
 
 	// Add with a limit over an expired item: judged from zero.
 	k3 := store.Key{PK: "exp", SK: "c"}
@@ -557,7 +598,8 @@ func testConcurrentAddMax(t *testing.T, s store.Store, _ *Clock) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			// Bounded: a store that never says ErrLimit fails, not hangs.
+			for i := 0; i < 30; i++ {
 				got, err := s.Add(ctxT(t), k, map[string]float64{"r": size}, opts)
 				if errors.Is(err, store.ErrLimit) {
 					return
