@@ -1,0 +1,255 @@
+// Package ssmconfig loads the gateway config from SSM Parameter Store and
+// keeps it fresh. Every parameter under a path is read (GetParametersByPath,
+// paginated), the YAML documents are deep-merged in name order ("00-base",
+// then "50-teams", ...), validated, and swapped in only when valid: an edit
+// that fails validation, or an SSM error, keeps the last good config and is
+// logged and counted. Provider keys referenced as {ssm: /name} are
+// SecureString parameters, decrypted at load and cached.
+package ssmconfig
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/llmgw/llmgw/pkg/config"
+)
+
+// API is the part of the SSM client the loader uses.
+type API interface {
+	GetParametersByPath(ctx context.Context, in *ssm.GetParametersByPathInput, opts ...func(*ssm.Options)) (*ssm.GetParametersByPathOutput, error)
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var _ API = (*ssm.Client)(nil)
+
+// Loader reads the config under Path and refreshes it.
+type Loader struct {
+	// API is the SSM client. Required.
+	API API
+	// Path is the parameter path, e.g. /llmgw/prod/config/. Required.
+	Path string
+	// Refresh is how old the config may get before a request triggers a
+	// reload (default 15s).
+	Refresh time.Duration
+	// KeyTTL is how long decrypted keys are cached (default 5m), so a
+	// rotated SecureString value is picked up without a config edit.
+	KeyTTL time.Duration
+	// Timeout bounds one load (default 5s).
+	Timeout time.Duration
+	// Log receives reload failures and changes (nil: slog.Default()).
+	Log *slog.Logger
+	// OnError, when set, is called for every failed reload (the metric).
+	OnError func(err error)
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
+	mu       sync.Mutex
+	loading  bool
+	loadedAt time.Time
+	digest   [32]byte
+	keys     map[string]cachedKey
+}
+
+type cachedKey struct {
+	value string
+	at    time.Time
+}
+
+func (l *Loader) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l *Loader) log() *slog.Logger {
+	if l.Log != nil {
+		return l.Log
+	}
+	return slog.Default()
+}
+
+// Load reads, merges and validates the config. It returns the config, and
+// changed=false when the merged document is the same as last time.
+func (l *Loader) Load(ctx context.Context) (cfg *config.Config, changed bool, err error) {
+	timeout := l.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	docs, err := l.read(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	merged, err := Merge(docs)
+	if err != nil {
+		return nil, false, err
+	}
+	sum := sha256.Sum256(merged)
+	cfg, err = config.Parse(merged)
+	if err != nil {
+		return nil, false, err
+	}
+	l.mu.Lock()
+	changed = sum != l.digest
+	l.digest = sum
+	l.mu.Unlock()
+	return cfg, changed, nil
+}
+
+// read returns the parameters under Path, sorted by name.
+func (l *Loader) read(ctx context.Context) ([]string, error) {
+	type param struct{ name, value string }
+	var params []param
+	in := &ssm.GetParametersByPathInput{Path: aws.String(l.Path), Recursive: aws.Bool(true), WithDecryption: aws.Bool(true)}
+	for {
+		out, err := l.API.GetParametersByPath(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("ssm: reading %s: %w", l.Path, err)
+		}
+		for _, p := range out.Parameters {
+			params = append(params, param{aws.ToString(p.Name), aws.ToString(p.Value)})
+		}
+		if out.NextToken == nil || *out.NextToken == "" {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	if len(params) == 0 {
+		return nil, fmt.Errorf("ssm: no parameters under %s", l.Path)
+	}
+	sort.Slice(params, func(i, j int) bool { return params[i].name < params[j].name })
+	docs := make([]string, len(params))
+	for i, p := range params {
+		docs[i] = p.value
+	}
+	return docs, nil
+}
+
+// Merge deep-merges YAML documents in order: maps merge key by key, any
+// other value (lists included) is replaced by the later document's.
+func Merge(docs []string) ([]byte, error) {
+	var acc map[string]any
+	for i, d := range docs {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			return nil, fmt.Errorf("config parameter %d: %w", i, err)
+		}
+		acc = mergeMaps(acc, m)
+	}
+	return yaml.Marshal(acc)
+}
+
+func mergeMaps(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = mergeMaps(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// ResolveKey resolves a key reference: {ssm: name} from Parameter Store
+// (decrypted, cached for KeyTTL), {env: VAR} from the environment.
+func (l *Loader) ResolveKey(ctx context.Context, ref config.KeyRef, env func(string) string) (string, bool, error) {
+	if ref.Env != "" {
+		v := env(ref.Env)
+		return v, v != "", nil
+	}
+	ttl := l.KeyTTL
+	if ttl == 0 {
+		ttl = 5 * time.Minute
+	}
+	now := l.now()
+	l.mu.Lock()
+	if c, ok := l.keys[ref.SSM]; ok && now.Sub(c.at) < ttl {
+		l.mu.Unlock()
+		return c.value, c.value != "", nil
+	}
+	l.mu.Unlock()
+	out, err := l.API.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.SSM), WithDecryption: aws.Bool(true)})
+	if err != nil {
+		// Never include the value; the name is not secret.
+		return "", false, fmt.Errorf("ssm: key parameter %s: %w", ref.SSM, err)
+	}
+	v := strings.TrimSpace(aws.ToString(out.Parameter.Value))
+	l.mu.Lock()
+	if l.keys == nil {
+		l.keys = map[string]cachedKey{}
+	}
+	l.keys[ref.SSM] = cachedKey{value: v, at: now}
+	l.mu.Unlock()
+	return v, v != "", nil
+}
+
+// Stale reports whether the config is older than the refresh period, and
+// claims the reload if so (only one caller gets true at a time).
+func (l *Loader) Stale() bool {
+	refresh := l.Refresh
+	if refresh == 0 {
+		refresh = 15 * time.Second
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loading || l.now().Sub(l.loadedAt) < refresh {
+		return false
+	}
+	l.loading = true
+	return true
+}
+
+// Loaded records the end of a reload attempt started after Stale.
+func (l *Loader) Loaded() {
+	l.mu.Lock()
+	l.loading = false
+	l.loadedAt = l.now()
+	l.mu.Unlock()
+}
+
+// Refresh reloads if stale and hands a changed, valid config to apply.
+// Failures keep the last good config: they are logged and reported to
+// OnError. It is safe to call on every request; at most one reload runs.
+func (l *Loader) RefreshIfStale(ctx context.Context, apply func(context.Context, *config.Config) error) {
+	if !l.Stale() {
+		return
+	}
+	defer l.Loaded()
+	cfg, changed, err := l.Load(ctx)
+	if err == nil && changed {
+		err = apply(ctx, cfg)
+		if err == nil {
+			l.log().Info("config reloaded", slog.String("path", l.Path), slog.Any("models", cfg.RouteNames()))
+		}
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.digest = [32]byte{} // retry the same document next time
+		l.mu.Unlock()
+		l.log().Error("config reload failed; keeping the last good config", slog.String("path", l.Path), slog.String("error", err.Error()))
+		if l.OnError != nil {
+			l.OnError(err)
+		}
+	}
+}
+
+// ErrNoConfig is returned when no config could be loaded at cold start.
+var ErrNoConfig = errors.New("ssmconfig: no valid config")
