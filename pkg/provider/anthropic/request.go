@@ -31,7 +31,9 @@ import (
 // output is best-effort JSON, not constrained decoding.
 //
 // Rejected with invalid_request before any network call (Anthropic cannot
-// honour them): n > 1, logprobs, top_logprobs > 0, audio output
+// honour them): temperature, top_p and top_k when the provider is
+// configured with anthropic_version 2026-10-21 or later (that version
+// removed them; the default 2023-06-01 has them), n > 1, logprobs, top_logprobs > 0, audio output
 // (audio, modalities with "audio"), input_audio parts, file parts other
 // than PDF data URLs, non-zero presence_penalty / frequency_penalty,
 // logit_bias, temperature above 1, reasoning_effort, legacy function
@@ -56,10 +58,15 @@ var topLevel = map[string]bool{
 	"metadata": true, "reasoning_effort": true, "store": true, "service_tier": true, "prompt_cache_key": true,
 }
 
+// samplingRemoved is the first anthropic-version that rejects temperature,
+// top_p and top_k (with a 400, even at their defaults).
+const samplingRemoved = "2026-10-21"
+
 // translator builds one Anthropic request and names the target in errors.
 type translator struct {
-	target string // provider id and model, for error messages
-	prov   string
+	target     string // provider id and model, for error messages
+	prov       string
+	noSampling bool // the configured anthropic-version has no sampling parameters
 }
 
 // unsupported is the error for a feature the target cannot honour.
@@ -140,6 +147,10 @@ func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) er
 		return t.unsupported("frequency_penalty", "frequency_penalty")
 	case len(r.LogitBias) > 0:
 		return t.unsupported("logit_bias", "logit_bias")
+	case t.noSampling && r.Temperature != nil:
+		return t.unsupported("temperature", "temperature (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
+	case t.noSampling && r.TopP != nil:
+		return t.unsupported("top_p", "top_p (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
 	case r.Temperature != nil && *r.Temperature > 1:
 		return t.unsupported("temperature", fmt.Sprintf("temperature %g (Anthropic accepts 0 to 1)", *r.Temperature))
 	case r.ReasoningEffort != "":
@@ -163,6 +174,9 @@ func (t *translator) topK(out *anthropicwire.Request, body []byte) error {
 	}
 	if err := json.Unmarshal(body, &v); err != nil || (v.TopK != nil && *v.TopK < 0) {
 		return t.invalid("top_k", "top_k must be a non-negative integer")
+	}
+	if t.noSampling && v.TopK != nil {
+		return t.unsupported("top_k", "top_k (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
 	}
 	out.TopK = v.TopK
 	return nil
