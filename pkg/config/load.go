@@ -234,7 +234,7 @@ func (c *Config) prepare() error {
 			return err
 		}
 	}
-	return nil
+	return c.prepareTeams()
 }
 
 func (p *Provider) validate(at string) error {

@@ -1,0 +1,245 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// AnonymousTeam is the team that usage of unauthenticated callers (local
+// mode, no team keys configured) is recorded under. It cannot be configured.
+const AnonymousTeam = "anonymous"
+
+// Team is one caller team: its keys, what it may call, and its limits.
+//
+//	teams:
+//	  search:
+//	    keys: [{id: k1, sha256: "<hex>"}, {id: k0, sha256: "<hex>", revoked: true}]
+//	    routes: [gpt-4.1-mini]
+//	    limits: {requests_per_minute: 600, cost_per_day_usd: 50}
+//	    tags: {checkout: {cost_per_day_usd: 10}}
+type Team struct {
+	// Keys are the team's API keys, stored only as the SHA-256 of the key.
+	Keys []TeamKey `json:"keys,omitempty"`
+	// Routes, when set, is the allow-list of routes the team may call.
+	Routes []string `json:"routes,omitempty"`
+	// Limits apply to the whole team (every tag, and untagged requests).
+	Limits Limits `json:"limits,omitempty"`
+	// Tags holds limits per feature tag, enforced in addition to Limits.
+	Tags map[string]Limits `json:"tags,omitempty"`
+	// Admin teams may read every team's usage.
+	Admin bool `json:"admin,omitempty"`
+	// Disabled refuses every key of the team (401), without removing it.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// TeamKey is one team API key, by hash. The key itself is never stored.
+type TeamKey struct {
+	// ID names the key in logs and usage records (e.g. "k1"); not secret.
+	ID string `json:"id"`
+	// SHA256 is the lowercase hex SHA-256 of the whole key string.
+	SHA256 string `json:"sha256"`
+	// Revoked refuses the key (401) from the next request on.
+	Revoked bool `json:"revoked,omitempty"`
+}
+
+// Limits are the admission limits of a team or of one of its tags. Zero
+// means unlimited.
+type Limits struct {
+	// RequestsPerMinute caps requests per UTC clock minute.
+	RequestsPerMinute int64 `json:"requests_per_minute,omitempty"`
+	// TokensPerMinute caps input+output tokens per UTC clock minute
+	// (reserved from an estimate at admission, settled with the real count).
+	TokensPerMinute int64 `json:"tokens_per_minute,omitempty"`
+	// CostPerHourUSD caps spend per UTC clock hour.
+	CostPerHourUSD float64 `json:"cost_per_hour_usd,omitempty"`
+	// CostPerDayUSD caps spend per UTC day.
+	CostPerDayUSD float64 `json:"cost_per_day_usd,omitempty"`
+	// MaxInputTokens caps the estimated input tokens of one request.
+	MaxInputTokens int64 `json:"max_input_tokens,omitempty"`
+	// MaxOutputTokens caps the output tokens one request may ask for
+	// (max_completion_tokens, else max_tokens).
+	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
+}
+
+// IsZero reports whether no limit is set.
+func (l Limits) IsZero() bool { return l == Limits{} }
+
+// Price is the price of one model in USD per million tokens.
+type Price struct {
+	// Input is the price of uncached input tokens.
+	Input float64 `json:"input"`
+	// Output is the price of output tokens.
+	Output float64 `json:"output"`
+	// CachedInput is the price of input tokens read from the prompt cache
+	// (default: Input).
+	CachedInput *float64 `json:"cached_input,omitempty"`
+	// CacheWrite is the price of input tokens written to the prompt cache
+	// (default: Input).
+	CacheWrite *float64 `json:"cache_write,omitempty"`
+}
+
+// CachedInputPrice is CachedInput, or Input when unset.
+func (p Price) CachedInputPrice() float64 {
+	if p.CachedInput != nil {
+		return *p.CachedInput
+	}
+	return p.Input
+}
+
+// CacheWritePrice is CacheWrite, or Input when unset.
+func (p Price) CacheWritePrice() float64 {
+	if p.CacheWrite != nil {
+		return *p.CacheWrite
+	}
+	return p.Input
+}
+
+// UsageSettings govern usage records and the limits' counters.
+type UsageSettings struct {
+	// TTL is how long usage records are kept (default 2160h, 90 days;
+	// at least 72h, so the rollup's grace window always finds them).
+	TTL Duration `json:"ttl,omitempty"`
+	// FailClosed refuses requests (unavailable) when the store holding the
+	// counters cannot be reached. Default false: keep serving, log it.
+	FailClosed bool `json:"fail_closed,omitempty"`
+	// StoreTimeout bounds each store call on the request path (default
+	// 250ms).
+	StoreTimeout Duration `json:"store_timeout,omitempty"`
+}
+
+// Defaults of UsageSettings.
+const (
+	DefaultUsageTTL     = 90 * 24 * time.Hour
+	DefaultStoreTimeout = 250 * time.Millisecond
+	minUsageTTL         = 72 * time.Hour
+)
+
+// PriceFor returns the price of a target: the entry "provider/model", else
+// the entry "model". ok is false when neither is configured.
+func (c *Config) PriceFor(provider, model string) (p Price, ok bool) {
+	if p, ok = c.Prices[provider+"/"+model]; ok {
+		return p, true
+	}
+	p, ok = c.Prices[model]
+	return p, ok
+}
+
+// TeamNames returns the configured team names, sorted.
+func (c *Config) TeamNames() []string { return sortedKeys(c.Teams) }
+
+// plainName reports whether s is 1-64 characters of letters, digits and
+// the given extra punctuation.
+func plainName(s, extra string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepareTeams defaults and validates teams, prices and usage settings. It
+// runs after routes are validated (team route allow-lists name routes).
+func (c *Config) prepareTeams() error {
+	if c.Usage.TTL == 0 {
+		c.Usage.TTL = Duration(DefaultUsageTTL)
+	}
+	if c.Usage.StoreTimeout == 0 {
+		c.Usage.StoreTimeout = Duration(DefaultStoreTimeout)
+	}
+	if c.Usage.TTL.D() < minUsageTTL {
+		return fmt.Errorf("config: usage.ttl: %s is shorter than the minimum %s", c.Usage.TTL.D(), minUsageTTL)
+	}
+	if c.Usage.StoreTimeout.D() > 10*time.Second {
+		return fmt.Errorf("config: usage.store_timeout: %s is longer than 10s", c.Usage.StoreTimeout.D())
+	}
+	hashes := map[string]string{} // sha256 -> teams.<team>.keys[i]
+	for _, name := range sortedKeys(c.Teams) {
+		at := "teams." + name
+		t := c.Teams[name]
+		if !plainName(name, "-_.") {
+			return fmt.Errorf("config: %s: team name %q must be 1-64 letters, digits, - _ or .", at, name)
+		}
+		if name == AnonymousTeam {
+			return fmt.Errorf("config: %s: %q is reserved for unauthenticated usage", at, name)
+		}
+		if t == nil {
+			return fmt.Errorf("config: %s: empty team", at)
+		}
+		ids := map[string]bool{}
+		for i := range t.Keys {
+			k := &t.Keys[i]
+			kat := fmt.Sprintf("%s.keys[%d]", at, i)
+			if !plainName(k.ID, "-_.") {
+				return fmt.Errorf("config: %s.id: %q must be 1-64 letters, digits, - _ or .", kat, k.ID)
+			}
+			if ids[k.ID] {
+				return fmt.Errorf("config: %s.id: duplicate key id %q", kat, k.ID)
+			}
+			ids[k.ID] = true
+			k.SHA256 = strings.ToLower(strings.TrimSpace(k.SHA256))
+			if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != 32 {
+				// The value is a hash, not a secret, but an operator may
+				// have pasted the key itself here: never echo it.
+				return fmt.Errorf("config: %s.sha256: not 64 hex digits (put the SHA-256 of the key here, never the key; scripts/newkey prints it)", kat)
+			}
+			if prev, dup := hashes[k.SHA256]; dup {
+				return fmt.Errorf("config: %s.sha256: the same key hash is also %s", kat, prev)
+			}
+			hashes[k.SHA256] = kat
+		}
+		for i, r := range t.Routes {
+			if _, ok := c.Routes[r]; !ok {
+				return fmt.Errorf("config: %s.routes[%d]: unknown route %q", at, i, r)
+			}
+		}
+		if err := t.Limits.validate(at + ".limits"); err != nil {
+			return err
+		}
+		for _, tag := range sortedKeys(t.Tags) {
+			if !plainName(tag, "-_.:/") {
+				return fmt.Errorf("config: %s.tags: tag %q must be 1-64 letters, digits, - _ . : or /", at, tag)
+			}
+			if err := t.Tags[tag].validate(at + ".tags." + tag); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.Prices) {
+		p := c.Prices[name]
+		at := "prices." + name
+		if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+			return fmt.Errorf("config: %s: a price is keyed by \"provider/model\" or \"model\"", at)
+		}
+		vals := map[string]float64{"input": p.Input, "output": p.Output, "cached_input": p.CachedInputPrice(), "cache_write": p.CacheWritePrice()}
+		for _, f := range []string{"input", "output", "cached_input", "cache_write"} {
+			if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
+				return fmt.Errorf("config: %s.%s: %g is not a price in USD per million tokens", at, f, v)
+			}
+		}
+	}
+	return nil
+}
+
+func (l Limits) validate(at string) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"requests_per_minute", float64(l.RequestsPerMinute)}, {"tokens_per_minute", float64(l.TokensPerMinute)},
+		{"cost_per_hour_usd", l.CostPerHourUSD}, {"cost_per_day_usd", l.CostPerDayUSD},
+		{"max_input_tokens", float64(l.MaxInputTokens)}, {"max_output_tokens", float64(l.MaxOutputTokens)},
+	} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v > 1e12 {
+			return fmt.Errorf("config: %s.%s: %g must be between 0 (unlimited) and 1e12", at, f.name, f.v)
+		}
+	}
+	return nil
+}
