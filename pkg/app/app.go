@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambdaurl"
-
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/server"
 )
@@ -102,20 +100,4 @@ func SafeAddr(addr string, authConfigured bool) (string, string, error) {
 	}
 	safe := net.JoinHostPort("127.0.0.1", port)
 	return safe, fmt.Sprintf("no team keys configured: refusing to serve on %s without authentication; serving on %s (loopback only)", addr, safe), nil
-}
-
-// RunLambda serves the gateway through lambdaurl (Function URL with
-// response streaming). The config comes from LLMGW_CONFIG_FILE until the
-// SSM loader is wired.
-func RunLambda(ctx context.Context, log *slog.Logger) error {
-	cfg, err := LoadConfig(os.Getenv("LLMGW_CONFIG_FILE"))
-	if err != nil {
-		return err
-	}
-	h, err := server.New(ctx, cfg, server.Options{Logger: log})
-	if err != nil {
-		return err
-	}
-	lambdaurl.Start(h)
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -211,19 +212,20 @@ func (x *exchange) finish() {
 	if x.settle != nil {
 		x.settle(ctx, &x.rec)
 	}
-	x.h.logRequest(x.r.Context(), &x.rec)
+	x.h.logRequest(x.r, &x.rec)
 	if x.h.opts.Record != nil {
 		x.h.opts.Record(ctx, &x.rec)
 	}
 }
 
-func (h *Handler) logRequest(ctx context.Context, rec *usage.Record) {
+func (h *Handler) logRequest(r *http.Request, rec *usage.Record) {
 	level := slog.LevelInfo
 	if rec.Status >= 500 {
 		level = slog.LevelWarn
 	}
-	h.log.LogAttrs(ctx, level, "request",
+	h.log.LogAttrs(r.Context(), level, "request",
 		slog.String("request_id", rec.RequestID), slog.String("route", rec.Route),
+		slog.String("client_ip", clientIP(r)),
 		slog.String("team", rec.Team), slog.String("tag", rec.Tag),
 		slog.Bool("stream", rec.Stream), slog.Int("status", rec.Status), slog.String("outcome", rec.Outcome),
 		slog.String("provider", rec.Provider), slog.String("target", rec.Target),
@@ -270,4 +272,13 @@ func acceptsStream(accept string) bool {
 		}
 	}
 	return false
+}
+
+// clientIP is the caller's address: on Lambda, lambdaurl puts the Function
+// URL request context's source IP (no port) in RemoteAddr.
+func clientIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }

@@ -44,6 +44,9 @@ type Options struct {
 		breaker.Guard
 		breaker.Reporter
 	}
+	// OnBreakerOpen, when set, is told each time a target's in-process
+	// breaker opens (the BreakerOpen metric).
+	OnBreakerOpen func(target string)
 	// Keys picks provider keys (nil: an in-process pool).
 	Keys interface {
 		keys.Picker
@@ -102,6 +105,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 				slog.String("from", string(from)), slog.String("to", string(to)),
 				slog.Float64("error_rate", s.ErrorRate), slog.Int("window_requests", s.Requests),
 				slog.Time("open_until", s.OpenUntil))
+			if to == breaker.Open && h.opts.OnBreakerOpen != nil {
+				h.opts.OnBreakerOpen(target)
+			}
 		}
 		h.opts.Breakers = set
 	}

@@ -225,14 +225,21 @@ func (l *Loader) Loaded() {
 	l.mu.Unlock()
 }
 
-// Refresh reloads if stale and hands a changed, valid config to apply.
-// Failures keep the last good config: they are logged and reported to
-// OnError. It is safe to call on every request; at most one reload runs.
+// RefreshIfStale reloads if stale and hands a changed, valid config to
+// apply. Failures keep the last good config: they are logged and reported
+// to OnError. It is safe to call on every request; at most one reload runs.
 func (l *Loader) RefreshIfStale(ctx context.Context, apply func(context.Context, *config.Config) error) {
 	if !l.Stale() {
 		return
 	}
 	defer l.Loaded()
+	l.Reload(ctx, apply)
+}
+
+// Reload loads now and applies a changed, valid config; failures keep the
+// last good one (logged, counted). Callers that claimed the reload with
+// Stale must call Loaded afterwards.
+func (l *Loader) Reload(ctx context.Context, apply func(context.Context, *config.Config) error) {
 	cfg, changed, err := l.Load(ctx)
 	if err == nil && changed {
 		err = apply(ctx, cfg)

@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdaurl"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/ssmconfig"
+	"github.com/llmgw/llmgw/pkg/usage"
+)
+
+// LambdaEnv is the Lambda function's configuration, from its environment.
+type LambdaEnv struct {
+	ConfigPath string        // LLMGW_CONFIG_PATH: SSM path of the config parameters
+	ConfigFile string        // LLMGW_CONFIG_FILE: a config file (tests, or no SSM)
+	Refresh    time.Duration // LLMGW_CONFIG_REFRESH (default 15s)
+	Stage      string        // LLMGW_STAGE: the Stage metric dimension
+	Table      string        // LLMGW_TABLE: the DynamoDB table
+}
+
+// LambdaEnvFromOS reads LambdaEnv from the process environment.
+func LambdaEnvFromOS() (LambdaEnv, error) {
+	e := LambdaEnv{
+		ConfigPath: os.Getenv("LLMGW_CONFIG_PATH"), ConfigFile: os.Getenv("LLMGW_CONFIG_FILE"),
+		Stage: os.Getenv("LLMGW_STAGE"), Table: os.Getenv("LLMGW_TABLE"), Refresh: 15 * time.Second,
+	}
+	if v := os.Getenv("LLMGW_CONFIG_REFRESH"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return e, fmt.Errorf("LLMGW_CONFIG_REFRESH=%q: want a positive duration like 15s", v)
+		}
+		e.Refresh = d
+	}
+	return e, nil
+}
+
+// RunLambda serves the gateway through lambdaurl: a Function URL with
+// InvokeMode RESPONSE_STREAM, so every write streams to the client.
+func RunLambda(ctx context.Context, log *slog.Logger) error {
+	env, err := LambdaEnvFromOS()
+	if err != nil {
+		return err
+	}
+	h, err := NewLambdaHandler(ctx, env, log, os.Stdout)
+	if err != nil {
+		return err
+	}
+	lambdaurl.Start(h)
+	return nil
+}
+
+// NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
+// file), refreshed in the background while requests are served, and EMF
+// metrics written to metricsOut.
+func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
+	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
+	opts := server.Options{
+		Logger:        log,
+		OnBreakerOpen: emf.BreakerOpen,
+		Record:        func(_ context.Context, rec *usage.Record) { emf.Request(rec) },
+	}
+	if env.ConfigPath == "" {
+		cfg, err := LoadConfig(env.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		return server.New(ctx, cfg, opts)
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
+		OnError: func(error) { emf.Count("ConfigReloadErrors", 1) }}
+	opts.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
+		return loader.ResolveKey(ctx, ref, os.Getenv)
+	}
+	cfg, _, err := loader.Load(ctx)
+	if err != nil {
+		emf.Count("ConfigReloadErrors", 1)
+		return nil, fmt.Errorf("%w: %v", ssmconfig.ErrNoConfig, err)
+	}
+	loader.Loaded()
+	h, err := server.New(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &refreshing{Handler: h, loader: loader}, nil
+}
+
+// refreshing serves requests and, when the config is older than the
+// refresh period, reloads it in the background (stale-while-revalidate):
+// no request waits on SSM.
+type refreshing struct {
+	*server.Handler
+	loader *ssmconfig.Loader
+}
+
+func (rh *refreshing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rh.loader.Stale() {
+		go func() {
+			defer rh.loader.Loaded()
+			rh.loader.Reload(context.Background(), rh.Handler.Reload)
+		}()
+	}
+	rh.Handler.ServeHTTP(w, r)
+}
