@@ -6,7 +6,9 @@ package store
 //	shape            PK                                SK
 //	breaker state    breaker#<target>                  state
 //	breaker window   breaker#<target>                  win#<time>
+//	breaker probes   breaker#<target>                  probe#<time>
 //	ledger           ledger#<provider>#<fingerprint>   model#<model>
+//	ledger key       ledger#<provider>#<fingerprint>   credential
 //	budget           budget#<team>                     tag#<tag>#<window>#<time>
 //	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
 //	rollup           rollup#<team>                     day#<yyyy-mm-dd>
@@ -115,6 +117,28 @@ func BreakerWindowKey(targetID string, windowStart time.Time) Key {
 // windowStart, also usable as a Query bound.
 func BreakerWindowSK(windowStart time.Time) string {
 	return join(lit("win"), lit(SortableTime(windowStart)))
+}
+
+// BreakerProbeKey is the item counting the half-open probes granted, across
+// all instances, for one upstream target in the probe round that starts at
+// roundStart (a breaker's open-until time, or a later round of it). It
+// shares the breaker partition; Query bounds from [BreakerWindowSK] never
+// select it.
+func BreakerProbeKey(targetID string, roundStart time.Time) Key {
+	return Key{PK: BreakerPK(targetID), SK: join(lit("probe"), lit(SortableTime(roundStart)))}
+}
+
+// LedgerPK is the partition of one provider API key (by fingerprint, never
+// the key itself): its credential item and its per-model ledger items.
+func LedgerPK(providerID, keyFingerprint string) string {
+	return join(lit(ledgerPrefix), val(providerID), val(keyFingerprint))
+}
+
+// LedgerCredentialKey is the item holding the state of one provider API key
+// as a whole, whatever the model (e.g. disabled after a 401/403). It shares
+// the key's ledger partition, so one Query reads it with all model items.
+func LedgerCredentialKey(providerID, keyFingerprint string) Key {
+	return Key{PK: LedgerPK(providerID, keyFingerprint), SK: "credential"}
 }
 
 // LedgerKey is the rate-limit ledger item of one provider API key (by
