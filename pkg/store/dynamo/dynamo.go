@@ -342,13 +342,24 @@ func classify(err error) error {
 
 // ---- operations ----
 
-// getRaw reads the item k (consistent), or returns found=false.
-func (s *Store) getRaw(ctx context.Context, k store.Key) (raw, bool, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+// getRaw reads the item k (consistent), or returns found=false. With attrs,
+// only those attributes (and the key) are read.
+func (s *Store) getRaw(ctx context.Context, k store.Key, attrs ...string) (raw, bool, error) {
+	in := &dynamodb.GetItemInput{
 		TableName:      &s.table,
 		Key:            keyAttrs(k),
 		ConsistentRead: aws.Bool(true),
-	})
+	}
+	if len(attrs) > 0 {
+		e := newExpr()
+		proj := make([]string, len(attrs))
+		for i, a := range attrs {
+			proj[i] = e.name(a)
+		}
+		in.ProjectionExpression = aws.String(strings.Join(proj, ", "))
+		in.ExpressionAttributeNames = e.names
+	}
+	out, err := s.api.GetItem(ctx, in)
 	if err != nil {
 		return raw{}, false, classify(err)
 	}
@@ -477,7 +488,11 @@ func (s *Store) put(ctx context.Context, it store.Item, c store.Cond) (store.Ite
 	// Always and IfAbsent: create, or replace the current record at its
 	// version; IfAbsent replaces only an expired record.
 	for attempt := 0; attempt < s.maxAttempts; attempt++ {
-		if err := backoff(ctx, attempt); err != nil {
+		lost := attempt // races lost so far
+		if c.Kind == store.CondIfAbsent && attempt > 0 {
+			lost-- // its first failure is no race: it just has to look
+		}
+		if err := backoff(ctx, lost); err != nil {
 			return store.Item{}, err
 		}
 		var (
@@ -486,7 +501,7 @@ func (s *Store) put(ctx context.Context, it store.Item, c store.Cond) (store.Ite
 		)
 		if c.Kind == store.CondAlways || attempt > 0 {
 			var err error
-			if cur, found, err = s.getRaw(ctx, it.Key); err != nil {
+			if cur, found, err = s.getRaw(ctx, it.Key, store.AttrVersion, store.AttrTTL); err != nil {
 				return store.Item{}, err
 			}
 		}
