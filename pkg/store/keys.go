@@ -146,7 +146,7 @@ func LedgerCredentialKey(providerID, keyFingerprint string) Key {
 // provider key share a partition.
 func LedgerKey(providerID, keyFingerprint, model string) Key {
 	return Key{
-		PK: join(lit(ledgerPrefix), val(providerID), val(keyFingerprint)),
+		PK: LedgerPK(providerID, keyFingerprint),
 		SK: join(lit("model"), val(model)),
 	}
 }

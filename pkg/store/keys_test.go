@@ -16,7 +16,10 @@ func TestKeyShapes(t *testing.T) {
 		{"breaker", BreakerKey("openai-eu"), Key{"breaker#openai-eu", "state"}},
 		{"breaker window", BreakerWindowKey("openai-eu", at),
 			Key{"breaker#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
+		{"breaker probe", BreakerProbeKey("openai-eu", at),
+			Key{"breaker#openai-eu", "probe#2024-05-01T21:59:58.000000500Z"}},
 		{"ledger", LedgerKey("openai", "fp123", "gpt-4o"), Key{"ledger#openai#fp123", "model#gpt-4o"}},
+		{"ledger credential", LedgerCredentialKey("openai", "fp123"), Key{"ledger#openai#fp123", "credential"}},
 		{"budget", BudgetKey("team-a", "prod", "month", at),
 			Key{"budget#team-a", "tag#prod#month#2024-05-01T21:59:58.000000500Z"}},
 		{"budget no tag", BudgetKey("team-a", "", "day", at),
@@ -125,7 +128,17 @@ func TestWindowBoundsHelpers(t *testing.T) {
 	if BreakerWindowSK(t0) >= BreakerWindowSK(t0.Add(time.Minute)) {
 		t.Fatal("breaker windows out of order")
 	}
-	if BreakerKey("x").PK != BreakerWindowKey("x", t0).PK {
-		t.Fatal("breaker state and windows must share a partition")
+	if BreakerKey("x").PK != BreakerWindowKey("x", t0).PK || BreakerKey("x").PK != BreakerProbeKey("x", t0).PK {
+		t.Fatal("breaker state, windows and probes must share a partition")
+	}
+	// Window bounds never select probe items (nor the state item).
+	lo, hi := BreakerWindowSK(time.Time{}), BreakerWindowSK(t0.Add(1000*time.Hour))
+	for _, sk := range []string{BreakerProbeKey("x", t0).SK, BreakerKey("x").SK} {
+		if lo <= sk && sk < hi {
+			t.Fatalf("window bounds select %q", sk)
+		}
+	}
+	if LedgerKey("p", "f", "m").PK != LedgerPK("p", "f") || LedgerCredentialKey("p", "f").PK != LedgerPK("p", "f") {
+		t.Fatal("ledger items of one key must share a partition")
 	}
 }
