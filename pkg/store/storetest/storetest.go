@@ -4,6 +4,23 @@
 // dynalite, the DynamoDB emulator, for the DynamoDB backend's tests
 // ([StartDynalite], [NewDynamoStore]) and holds shared benchmarks
 // ([Benchmark]).
+//
+// A backend's test wires its clock to the suite's manual clock:
+//
+//	storetest.Run(t, func(t *testing.T) store.Store {
+//		s, err := embedded.Open("", embedded.WithClock(storetest.Now(t)))
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		return s
+//	})
+//
+// Code built on the store can test against DynamoDB semantics too:
+//
+//	endpoint := storetest.StartDynalite(t) // skipped without `npm ci` (fails instead when CI is set)
+//	s := storetest.NewDynamoStore(t, endpoint)
+//
+// StartDynalite needs node (>= 20) and `npm ci` at the repository root.
 package storetest
 
 import (
