@@ -203,11 +203,20 @@ func (c *Config) prepareTeams() error {
 		if err := t.Limits.validate(at + ".limits"); err != nil {
 			return err
 		}
+		costLimited := t.Limits.costLimited()
 		for _, tag := range sortedKeys(t.Tags) {
 			if !plainName(tag, "-_.:/") {
 				return fmt.Errorf("config: %s.tags: tag %q must be 1-64 letters, digits, - _ . : or /", at, tag)
 			}
 			if err := t.Tags[tag].validate(at + ".tags." + tag); err != nil {
+				return err
+			}
+			costLimited = costLimited || t.Tags[tag].costLimited()
+		}
+		if costLimited {
+			// An unpriced target would cost 0 and slip past every cost
+			// limit: refuse the config instead.
+			if err := c.checkPriced(at, t.Routes); err != nil {
 				return err
 			}
 		}
@@ -222,6 +231,25 @@ func (c *Config) prepareTeams() error {
 		for _, f := range []string{"input", "output", "cached_input", "cache_write"} {
 			if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
 				return fmt.Errorf("config: %s.%s: %g is not a price in USD per million tokens", at, f, v)
+			}
+		}
+	}
+	return nil
+}
+
+func (l Limits) costLimited() bool { return l.CostPerHourUSD > 0 || l.CostPerDayUSD > 0 }
+
+// checkPriced reports a target, reachable by a team through routes (all
+// routes when empty), that has no price.
+func (c *Config) checkPriced(at string, routes []string) error {
+	if len(routes) == 0 {
+		routes = c.RouteNames()
+	}
+	for _, r := range routes {
+		steps, _, _ := c.Chain(r)
+		for _, s := range steps {
+			if _, ok := c.PriceFor(s.Provider, s.Model); !ok {
+				return fmt.Errorf("config: %s: has a cost limit but target %s (route %s) has no entry in prices", at, s.ID, r)
 			}
 		}
 	}

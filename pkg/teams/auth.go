@@ -1,0 +1,191 @@
+// Package teams identifies callers by team API key and enforces each
+// team's limits and budgets before any provider spend.
+//
+// # Keys
+//
+// A team key is "llmgw_" followed by 32 random bytes in base64url ([NewKey],
+// the scripts/newkey command). The config holds only its SHA-256 in hex.
+// Clients send the key as `Authorization: Bearer <key>`, which is what the
+// OpenAI SDKs send for api_key. The [Authenticator] hashes what it is sent,
+// looks the hash up in a map built from the config in force, and compares
+// the stored hash with crypto/subtle, so response timing says nothing about
+// how much of a guess was right. A missing, unknown or revoked key and a
+// disabled team all get the same 401 (same message, same body). The raw key
+// is never logged, stored or put in an error.
+//
+// # Limits
+//
+// The [Limiter] is the server's Admit hook. It enforces, per team and per
+// (team, tag): requests and tokens per minute, cost per hour and per day
+// (fixed UTC windows), and plan ceilings on input and output tokens; see
+// [Limiter.Admit] for the estimator and the reservation protocol.
+package teams
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/usage"
+)
+
+// KeyPrefix starts every team key, so leaked keys are easy to recognise
+// (secret scanners) and to tell from provider keys.
+const KeyPrefix = "llmgw_"
+
+// maxKeyLen bounds the Authorization value considered; longer is refused.
+const maxKeyLen = 512
+
+// NewKey returns a new team key and the hex SHA-256 to put in the config.
+func NewKey() (key, sha256Hex string, err error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	key = KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return key, HashKey(key), nil
+}
+
+// HashKey returns the lowercase hex SHA-256 of a key, as the config holds it.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// errUnauthenticated is the one answer to every authentication failure.
+func errUnauthenticated() *gwerr.Error {
+	return gwerr.New(gwerr.Authentication,
+		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key>").WithCode("invalid_api_key")
+}
+
+// Authenticator identifies callers by team key against the config in
+// force, read on every request, so revoking a key or disabling a team takes
+// effect with the next config load, without a deploy. Create it with
+// NewAuthenticator; use its Authenticate method as server.Options.Authenticate.
+type Authenticator struct {
+	config func() *config.Config
+	log    *slog.Logger
+	// AnonymousWithoutTeams lets every request through as an anonymous
+	// caller while the config has no teams at all (local mode, which
+	// serves on loopback only in that case). Never set it on Lambda.
+	AnonymousWithoutTeams bool
+
+	index atomic.Pointer[keyIndex]
+}
+
+// keyIndex maps key hashes to keys for one config.
+type keyIndex struct {
+	cfg    *config.Config
+	byHash map[[sha256.Size]byte]keyEntry
+}
+
+type keyEntry struct {
+	team    string
+	id      string
+	sum     [sha256.Size]byte
+	revoked bool
+}
+
+// NewAuthenticator returns an Authenticator reading the config in force
+// from cfg on every request. log receives refusals, with the reason, team
+// and key id when known, never the key (nil: slog.Default()).
+func NewAuthenticator(cfg func() *config.Config, log *slog.Logger) *Authenticator {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Authenticator{config: cfg, log: log}
+}
+
+// indexFor returns the key index of cfg, rebuilding it when the config
+// changed (a pointer compare per request; a rebuild per config load).
+func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
+	if ix := a.index.Load(); ix != nil && ix.cfg == cfg {
+		return ix
+	}
+	ix := &keyIndex{cfg: cfg, byHash: map[[sha256.Size]byte]keyEntry{}}
+	for _, name := range cfg.TeamNames() {
+		for _, k := range cfg.Teams[name].Keys {
+			var sum [sha256.Size]byte
+			if b, err := hex.DecodeString(k.SHA256); err == nil && len(b) == sha256.Size {
+				copy(sum[:], b)
+				ix.byHash[sum] = keyEntry{team: name, id: k.ID, sum: sum, revoked: k.Revoked}
+			}
+		}
+	}
+	a.index.Store(ix)
+	return ix
+}
+
+// Authenticate identifies the caller of r; its signature is
+// server.Authenticator. Every refusal is the same *gwerr.Error
+// (authentication, 401).
+func (a *Authenticator) Authenticate(r *http.Request) (*server.Caller, error) {
+	cfg := a.config()
+	if len(cfg.Teams) == 0 && a.AnonymousWithoutTeams {
+		return &server.Caller{}, nil
+	}
+	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return a.refuse(r, "missing", "", "")
+	}
+	sum := sha256.Sum256([]byte(key))
+	e, found := a.indexFor(cfg).byHash[sum]
+	// The lookup is by hash; confirm in constant time anyway, so no code
+	// path compares key material byte by byte.
+	if !found || subtle.ConstantTimeCompare(e.sum[:], sum[:]) != 1 {
+		return a.refuse(r, "unknown key", "", "")
+	}
+	t := cfg.Teams[e.team]
+	switch {
+	case e.revoked:
+		return a.refuse(r, "revoked key", e.team, e.id)
+	case t == nil || t.Disabled:
+		return a.refuse(r, "disabled team", e.team, e.id)
+	}
+	return &server.Caller{Team: e.team, KeyID: e.id, Admin: t.Admin, Routes: slices.Clone(t.Routes)}, nil
+}
+
+func (a *Authenticator) refuse(r *http.Request, reason, team, keyID string) (*server.Caller, error) {
+	a.log.LogAttrs(r.Context(), slog.LevelInfo, "authentication refused", slog.String("reason", reason),
+		slog.String("team", team), slog.String("key_id", keyID), slog.String("path", r.URL.Path),
+		slog.String("remote", r.RemoteAddr))
+	return nil, errUnauthenticated()
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" value.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" || len(tok) > maxKeyLen {
+		return "", false
+	}
+	return tok, true
+}
+
+// UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer),
+// from the caller the server's Authenticator put in the request context. A
+// caller without a team (no Authenticator: local mode) views the
+// "anonymous" team only.
+func UsageViewer(r *http.Request) (usage.Viewer, bool) {
+	c := server.CallerFrom(r.Context())
+	if c == nil {
+		return usage.Viewer{}, false
+	}
+	if c.Team == "" {
+		return usage.Viewer{Team: config.AnonymousTeam}, true
+	}
+	return usage.Viewer{Team: c.Team, Admin: c.Admin}, true
+}

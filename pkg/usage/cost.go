@@ -1,0 +1,64 @@
+package usage
+
+import (
+	"math"
+	"strings"
+
+	"github.com/llmgw/llmgw/pkg/config"
+)
+
+// perMillion converts prices per million tokens.
+const perMillion = 1e6
+
+// Cost prices a finished request with the config's price table (see
+// [TokenCost]); its signature is server.Options.Cost. A record without a
+// serving target, or whose target has no price, costs 0.
+func Cost(cfg *config.Config, rec *Record) float64 {
+	if cfg == nil || rec == nil || rec.Target == "" {
+		return 0
+	}
+	provider, model, _ := strings.Cut(rec.Target, "/")
+	if rec.Provider != "" && strings.HasPrefix(rec.Target, rec.Provider+"/") {
+		provider, model = rec.Provider, strings.TrimPrefix(rec.Target, rec.Provider+"/")
+	}
+	p, ok := cfg.PriceFor(provider, model)
+	if !ok {
+		return 0
+	}
+	return TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens)
+}
+
+// TokenCost is the cost in USD of one request's tokens at price p (USD per
+// million tokens). Input counts every prompt token, cached and cache-written
+// ones included (the gateway's convention for every provider), so:
+//
+//	cost = (input - cached - cache_write) x p.Input
+//	     + cached      x p.CachedInput (default p.Input)
+//	     + cache_write x p.CacheWrite  (default p.Input)
+//	     + output      x p.Output
+//	     all divided by 1,000,000.
+//
+// Cached and cache-write counts are clamped so that their sum never exceeds
+// input; negative counts count as 0.
+func TokenCost(p config.Price, input, output, cached, cacheWrite int) float64 {
+	input, output = max(input, 0), max(output, 0)
+	cached = min(max(cached, 0), input)
+	cacheWrite = min(max(cacheWrite, 0), input-cached)
+	plain := input - cached - cacheWrite
+	c := float64(plain)*p.Input + float64(cached)*p.CachedInputPrice() +
+		float64(cacheWrite)*p.CacheWritePrice() + float64(output)*p.Output
+	return c / perMillion
+}
+
+// EstimateCost is the cost in USD of input uncached tokens and output
+// tokens at price p: the admission estimate.
+func EstimateCost(p config.Price, input, output int64) float64 {
+	return (float64(max(input, 0))*p.Input + float64(max(output, 0))*p.Output) / perMillion
+}
+
+// NanoUSD converts USD to integral nano-dollars (rounded to nearest), the
+// unit of counters and sums: integer sums are exact and order-independent.
+func NanoUSD(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
+
+// USD converts nano-dollars back to USD.
+func USD(nano int64) float64 { return float64(nano) / 1e9 }
