@@ -245,6 +245,9 @@ func (t *translator) messages(out *anthropicwire.Request, msgs []openaiwire.Mess
 		}
 		out.Messages = append(out.Messages, anthropicwire.Message{Role: role, Content: blocks})
 	}
+	if len(out.Messages) == 0 {
+		return t.invalid("messages", "messages has only system or developer messages; Anthropic needs at least one user message")
+	}
 	for i := range out.Messages {
 		if out.Messages[i].Role == anthropicwire.RoleUser {
 			toolResultsFirst(out.Messages[i].Content)

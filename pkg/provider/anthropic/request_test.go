@@ -211,6 +211,7 @@ var rejectCases = []struct {
 	{"data_url_not_base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,rawbytes"}}]}]}`, "messages[0].content[0].image_url.url", "base64"},
 	{"image_url_scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].image_url.url", "http(s)"},
 	{"file_id_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file", "file_id"},
+	{"only_system_messages", `{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "messages", "at least one user message"},
 	{"tool_choice_required_without_tools", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, "tool_choice", "needs tools"},
 }
 
