@@ -105,6 +105,7 @@ func startDynalite(node, cli string) (endpoint string, stop func(), err error) {
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	configureChild(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start dynalite: %w", err)
 	}
