@@ -4,9 +4,10 @@
 //	floorproxy -mode reverseproxy -upstream 127.0.0.1:9000   # net/http/httputil.ReverseProxy
 //	floorproxy -mode tcp          -upstream 127.0.0.1:9000   # raw TCP relay (io.Copy both ways)
 //
-// The ReverseProxy mode is what any Go HTTP proxy costs at least (parse the
+// The ReverseProxy mode is what any Go HTTP proxy costs at least (read the
 // request, forward it on a pooled keep-alive connection, copy the response,
-// flushing SSE as it comes). The TCP relay does no HTTP at all: it is the
+// flushing SSE as it comes); it reads the whole request body first, like the
+// gateway (see BufferBody for why a streaming body is not safe). The TCP relay does no HTTP at all: it is the
 // absolute floor of an extra process hop.
 //
 // With -count (reverseproxy mode) it also counts the requests it forwards by
@@ -16,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,7 +58,7 @@ func main() {
 	}
 	switch *mode {
 	case "reverseproxy":
-		var h http.Handler = NewReverseProxy(*upstream)
+		var h http.Handler = BufferBody(NewReverseProxy(*upstream))
 		if *count {
 			h = &Counter{next: h, counts: map[string]int64{}}
 		}
@@ -101,6 +103,28 @@ func NewReverseProxy(upstream string) *httputil.ReverseProxy {
 			ExpectContinueTimeout: time.Second,
 		},
 	}
+}
+
+// BufferBody reads the whole request body before calling next, as the
+// gateway does. Without it a plain ReverseProxy under load now and then cuts
+// a streamed response: the HTTP/1 server closes the inbound body once the
+// response headers are written, the transport's final read of the request
+// body then fails and tears down the upstream connection mid-response
+// (golang/go#40747; seen here as "read error during body copy: use of
+// closed network connection" and a client-side unexpected EOF).
+func BufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+			if err != nil {
+				http.Error(w, "bad request body", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.ContentLength = int64(len(b))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Counter counts forwarded requests by X-Amz-Target and serves the counts.
