@@ -42,7 +42,7 @@ type DayTotals struct {
 type TeamReport struct {
 	Team string `json:"team"`
 	Totals
-	Outcomes map[string]int64  `json:"outcomes,omitempty"`
+	Outcomes map[string]int64   `json:"outcomes,omitempty"`
 	Routes   map[string]*Totals `json:"routes,omitempty"`
 	Tags     map[string]*Totals `json:"tags,omitempty"`
 	// Days lists the days with usage, in order.
