@@ -186,9 +186,9 @@ func genRecords(seed uint64, n int, teams []string) []*usage.Record {
 // Roller's code.
 type want struct {
 	requests, errors, cancelled, fallbacks, in, out, cached, estimated, costNano int64
-	costFloat                                                                   float64
-	routes, tags                                                                map[string]int64 // requests
-	routeCost                                                                   map[string]int64
+	costFloat                                                                    float64
+	routes, tags                                                                 map[string]int64 // requests
+	routeCost                                                                    map[string]int64
 }
 
 func expected(recs []*usage.Record) map[[2]string]*want {
