@@ -175,13 +175,30 @@ func bearer(h string) (string, bool) {
 	return tok, true
 }
 
-// UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer),
+// UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer)
 // from the caller the server's Authenticator put in the request context. A
 // caller without a team (no Authenticator: local mode) views the
 // "anonymous" team only.
 func UsageViewer(r *http.Request) (usage.Viewer, bool) {
 	c := server.CallerFrom(r.Context())
 	if c == nil {
+		return usage.Viewer{}, false
+	}
+	if c.Team == "" {
+		return usage.Viewer{Team: config.AnonymousTeam}, true
+	}
+	return usage.Viewer{Team: c.Team, Admin: c.Admin}, true
+}
+
+// UsageViewer is like the package's UsageViewer, but when the request did
+// not pass through the server's authentication (the usage handler mounted
+// on its own), it authenticates the request's key itself.
+func (a *Authenticator) UsageViewer(r *http.Request) (usage.Viewer, bool) {
+	if v, ok := UsageViewer(r); ok {
+		return v, true
+	}
+	c, err := a.Authenticate(r)
+	if err != nil {
 		return usage.Viewer{}, false
 	}
 	if c.Team == "" {
