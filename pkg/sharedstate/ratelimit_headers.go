@@ -1,0 +1,131 @@
+package sharedstate
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/keys"
+)
+
+// Dimension is one rate limit a provider reports headroom for.
+type Dimension int
+
+// The dimensions read from rate-limit headers.
+const (
+	Requests     Dimension = iota // requests (OpenAI and Anthropic)
+	Tokens                        // tokens (OpenAI; Anthropic's combined limit)
+	InputTokens                   // Anthropic input tokens
+	OutputTokens                  // Anthropic output tokens
+	numDims
+)
+
+// dimNames are the dimensions' names in reports and attribute names.
+var dimNames = [numDims]string{"requests", "tokens", "input_tokens", "output_tokens"}
+
+// String names the dimension.
+func (d Dimension) String() string {
+	if d < 0 || d >= numDims {
+		return "dimension(" + strconv.Itoa(int(d)) + ")"
+	}
+	return dimNames[d]
+}
+
+// limit is the headroom of one dimension as last reported.
+type limit struct {
+	known     bool
+	remaining float64
+	reset     time.Time // zero: the provider did not say
+}
+
+// headroom is what one response's headers said about every dimension.
+type headroom [numDims]limit
+
+// headerNames lists, per dimension, the remaining and reset headers of
+// each provider family. OpenAI (and OpenAI-compatible upstreams such as
+// Groq or Azure) sends resets as durations ("1s", "6m0s"); Anthropic sends
+// RFC 3339 times.
+var headerNames = [numDims][]struct{ remaining, reset string }{
+	Requests: {
+		{"x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+		{"anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"},
+	},
+	Tokens: {
+		{"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+		{"anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"},
+	},
+	InputTokens: {
+		{"anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset"},
+	},
+	OutputTokens: {
+		{"anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset"},
+	},
+}
+
+// parseHeadroom reads the rate-limit headers of a response received at now.
+// ok is false when there were none.
+func parseHeadroom(h http.Header, now time.Time) (hr headroom, ok bool) {
+	for d := range numDims {
+		for _, n := range headerNames[d] {
+			v := strings.TrimSpace(h.Get(n.remaining))
+			if v == "" {
+				continue
+			}
+			rem, err := strconv.ParseFloat(v, 64)
+			if err != nil || rem < 0 {
+				continue
+			}
+			hr[d] = limit{known: true, remaining: rem, reset: parseReset(h.Get(n.reset), now)}
+			ok = true
+			break
+		}
+	}
+	return hr, ok
+}
+
+// parseReset reads a reset header: a Go-style duration ("1s", "6m0s",
+// "20ms"), a number of seconds, or an RFC 3339 time.
+func parseReset(v string, now time.Time) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(d)
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return now.Add(time.Duration(s * float64(time.Second)))
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t
+	}
+	return time.Time{}
+}
+
+// retryDelay is how long a 429 asks to wait: Retry-After (and the other
+// hints keys.RetryAfter reads), else the reset of an exhausted dimension,
+// else the latest reset reported; 0 if the response says nothing.
+func retryDelay(h http.Header, now time.Time) time.Duration {
+	if d := keys.RetryAfter(h, now); d > 0 {
+		return d
+	}
+	hr, _ := parseHeadroom(h, now)
+	var exhausted, any time.Time
+	for _, l := range hr {
+		if !l.known || l.reset.IsZero() {
+			continue
+		}
+		any = later(any, l.reset)
+		if l.remaining <= 0 {
+			exhausted = later(exhausted, l.reset)
+		}
+	}
+	if !exhausted.IsZero() {
+		return max(exhausted.Sub(now), 0)
+	}
+	if !any.IsZero() {
+		return max(any.Sub(now), 0)
+	}
+	return 0
+}
