@@ -136,7 +136,7 @@ func TestStreamGolden(t *testing.T) {
 			}
 			lines, err := drain(t, s)
 			if err != io.EOF {
-				t.Fatalf("stream ended with %v, want io.EOF", err)
+				t.Fatalf("stream ended with %v, want io.EOF; frames:\n%s", err, strings.Join(lines, "\n"))
 			}
 			u := s.Usage()
 			lines = append(lines, "EOF", fmt.Sprintf("usage %+v", u))
@@ -401,9 +401,15 @@ func TestConverse(t *testing.T) {
 		"stopReason":"tool_use",
 		"usage":{"inputTokens":10,"outputTokens":20,"totalTokens":75,"cacheReadInputTokens":40,"cacheWriteInputTokens":5},
 		"metrics":{"latencyMs":300}}`})
-	s, err := newAdapter(t, f).Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Weather?"}]}`))
+	call := newCall(t, `{"model":"m","messages":[{"role":"user","content":"Weather?"}]}`)
+	var status int
+	call.OnResponse = func(st int, h http.Header) { status = st }
+	s, err := newAdapter(t, f).Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if status != http.StatusOK {
+		t.Errorf("OnResponse saw status %d, want 200", status)
 	}
 	fr, err := s.Next()
 	if err != nil {

@@ -42,8 +42,31 @@
 //   - ignored, because they do not change what the model generates: user,
 //     metadata, store, message names.
 //
-// The response side is described on translator (streaming) and completion
-// (non-streaming); errors on callError and streamError.
+// Semantics, response side (Converse -> OpenAI):
+//   - streams: messageStart -> the role chunk; text deltas -> delta.content;
+//     toolUse block starts -> delta.tool_calls with id, name and empty
+//     arguments, indexed 0, 1, ... by tool call (not by bedrock's block
+//     index); toolUse input deltas -> argument fragments at that index;
+//     reasoning text -> delta.reasoning_content (signatures and redacted
+//     reasoning are dropped); messageStop -> the finish_reason chunk;
+//     metadata -> the include_usage chunk (choices: []), then io.EOF.
+//     Every chunk carries the same id ("chatcmpl-" and bedrock's request
+//     id), the target's model and the time of the call.
+//   - Converse: one chat.completion body (text joined; content null when
+//     only tools were called); an empty success is provider.EmptyResponse.
+//   - finish_reason: end_turn, stop_sequence -> stop; max_tokens,
+//     model_context_window_exceeded -> length; tool_use -> tool_calls;
+//     guardrail_intervened, content_filtered -> content_filter;
+//     malformed_model_output, malformed_tool_use -> a provider failure
+//     (unavailable, or interrupted after the first token); unknown -> stop.
+//   - usage: prompt_tokens = inputTokens + cacheReadInputTokens +
+//     cacheWriteInputTokens (OpenAI counts cached prompt tokens in
+//     prompt_tokens); prompt_tokens_details.cached_tokens = cache reads,
+//     cache_creation_tokens = cache writes.
+//
+// Errors are mapped as documented on callError (the call itself) and
+// streamError (exceptions inside the event stream). A stream that ends
+// without messageStop and metadata is interrupted, never a clean end.
 package bedrock
 
 import (
@@ -51,6 +74,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -124,9 +148,36 @@ func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) 
 		if hc != nil {
 			o.HTTPClient = hc
 		}
+		o.HTTPClient = plainBodies{o.HTTPClient}
 		o.Retryer = aws.NopRetryer{}
 	})
 	return NewWithAPI(id, client), nil
+}
+
+// plainBodies hides the WriteTo method of the SDK's request bodies.
+//
+// smithy-go wraps a request body in a reader whose WriteTo returns io.EOF
+// once the SDK has closed it, and the SDK closes it as soon as the
+// response headers arrive. net/http copies the body with io.Copy, which
+// prefers WriteTo and, after the Content-Length bytes, makes one more copy
+// to check for extra data. When a fast upstream answers before that last
+// copy, it gets io.EOF as an error, counts the request write as failed and
+// closes the connection, cutting the ConverseStream response that has just
+// begun ("use of closed network connection"). With Read only, the last
+// copy sees a plain end of input.
+type plainBodies struct{ aws.HTTPClient }
+
+// readOnly exposes only Read and Close.
+type readOnly struct{ io.ReadCloser }
+
+// Do implements aws.HTTPClient.
+func (c plainBodies) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		if _, ok := r.Body.(io.WriterTo); ok {
+			r.Body = readOnly{r.Body}
+		}
+	}
+	return c.HTTPClient.Do(r)
 }
 
 // httpClient is the SDK's buildable client with the gateway's transport

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,56 @@ func TestCancelClosesStream(t *testing.T) {
 			t.Fatalf("goroutines: %d before, %d after cancellation\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lateCopyClient answers at once and, like net/http's transport, copies
+// what is left of the request body after the response has been handed
+// back, which is after the SDK has closed the body.
+type lateCopyClient struct{ copyErr chan error }
+
+type closeSignal struct {
+	io.ReadCloser
+	closed chan struct{}
+}
+
+func (c closeSignal) Close() error { close(c.closed); return c.ReadCloser.Close() }
+
+func (l *lateCopyClient) Do(r *http.Request) (*http.Response, error) {
+	body := r.Body
+	io.Copy(io.Discard, io.LimitReader(body, r.ContentLength))
+	closed := make(chan struct{})
+	r.Body = closeSignal{body, closed}
+	go func() {
+		<-closed
+		_, err := io.Copy(io.Discard, body) // net/http's check for extra body bytes
+		l.copyErr <- err
+	}()
+	return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(okConverse))}, nil
+}
+
+// TestRequestBodyCopyAfterClose: the last copy of a request body after the
+// SDK closed it must end cleanly. (smithy-go's body WriteTo answers io.EOF
+// there; net/http then counts the request as failed and closes the
+// connection under a ConverseStream response that has already begun.)
+func TestRequestBodyCopyAfterClose(t *testing.T) {
+	awsEnv(t)
+	lc := &lateCopyClient{copyErr: make(chan error, 1)}
+	a, err := bedrock.New(context.Background(), "br", &config.Provider{Kind: "bedrock", Region: "us-east-1",
+		Endpoint: "http://bedrock.invalid"}, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lc.copyErr:
+		if err != nil {
+			t.Errorf("copying the closed request body failed with %v; net/http would close the connection", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the SDK never closed the request body")
 	}
 }
