@@ -370,10 +370,15 @@ func TestStreamEndsEarly(t *testing.T) {
 		{"no_message_stop", textEvents("trunc"), 2},
 		{"no_metadata", append(textEvents("trunc"), ev("messageStop", `{"stopReason":"end_turn"}`)), 3},
 		{"nothing", nil, 0},
+		{"corrupt_frame", textEvents("trunc"), 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFake(t, reply{events: c.events})
+			rp := reply{events: c.events}
+			if c.name == "corrupt_frame" {
+				rp.garbage = []byte("\x00\x00\x00\x40\x00\x00\x00\x10not-a-valid-crc-and-not-a-frame-at-all........................")
+			}
+			f := newFake(t, rp)
 			s, err := newAdapter(t, f).Send(context.Background(), newCall(t, streamHi))
 			if err != nil {
 				t.Fatal(err)

@@ -48,6 +48,8 @@ type reply struct {
 	events  []event
 	// hold keeps a stream open after its events until the client leaves.
 	hold bool
+	// garbage is written after the events: a corrupt frame.
+	garbage []byte
 }
 
 // recorded is one request the fake received.
@@ -114,6 +116,9 @@ func (f *fakeBedrock) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
 	writeEvents(w, rp.events)
+	if len(rp.garbage) > 0 {
+		w.Write(rp.garbage)
+	}
 	if rp.hold {
 		select {
 		case <-r.Context().Done():

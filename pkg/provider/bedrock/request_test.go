@@ -115,6 +115,15 @@ func TestTranslateRequest(t *testing.T) {
 			{"role":"assistant","content":[{"toolUse":{"toolUseId":"call_31391c7f37e278a6f06c784b","name":"f","input":{}}}]},
 			{"role":"user","content":[{"toolResult":{"toolUseId":"call_31391c7f37e278a6f06c784b","content":[{"text":"r"}]}}]}],
 			"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object","properties":{}}}}}]},"inferenceConfig":{"maxTokens":4096}}`},
+		{"tool_result_parts", `{"model":"m","tools":[{"type":"function","function":{"name":"snap"}}],"messages":[{"role":"user","content":"q"},
+			{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"snap","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a photo"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}],
+			 "cache_control":{"type":"ephemeral"}}]}`,
+			`{"messages":[{"role":"user","content":[{"text":"q"}]},
+			{"role":"assistant","content":[{"toolUse":{"toolUseId":"c1","name":"snap","input":{}}}]},
+			{"role":"user","content":[{"toolResult":{"toolUseId":"c1","content":[{"text":"a photo"},{"image":{"format":"png","source":{"bytes":"iVBORw0KGgo="}}}]}},
+			{"cachePoint":{"type":"default"}}]}],
+			"toolConfig":{"tools":[{"toolSpec":{"name":"snap","inputSchema":{"json":{"type":"object","properties":{}}}}}]},"inferenceConfig":{"maxTokens":4096}}`},
 		{"assistant_refusal", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"refusal":"I can't."},{"role":"user","content":"ok"}]}`,
 			`{"messages":[{"role":"user","content":[{"text":"x"}]},{"role":"assistant","content":[{"text":"I can't."}]},{"role":"user","content":[{"text":"ok"}]}],"inferenceConfig":{"maxTokens":4096}}`},
 	}
@@ -156,6 +165,7 @@ func TestTranslateRejects(t *testing.T) {
 		{"legacy_function_message", `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"function","name":"f","content":"r"}]}`, "legacy function messages"},
 		{"tool_choice_none_with_history", `{"model":"m","tool_choice":"none","tools":[` + tool + `],"messages":[` + toolHistory + `]}`, `tool_choice "none"`},
 		{"reasoning_effort_minimal", `{"model":"m","reasoning_effort":"minimal","messages":[{"role":"user","content":"Hi"}]}`, "reasoning_effort minimal"},
+		{"cache_control_inside_tool_result", `{"model":"m","tools":[` + tool + `],"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]}]}`, "cache_control inside a tool result"},
 		{"system_image", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},{"role":"user","content":"Hi"}]}`, "image_url parts in system messages"},
 	}
 	for _, c := range cases {
