@@ -8,11 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/store"
-	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/usage/usagetest"
@@ -143,14 +140,7 @@ func assertAbsent(t *testing.T, g *gw, what, s string) {
 // Authenticator's viewer: a team key reads its own team, an admin key
 // every team, a bad key nothing.
 func TestUsageEndpointScopes(t *testing.T) {
-	g := newGW(t, gwOptions{open: func(t testing.TB, now func() time.Time) store.Store {
-		s, err := embedded.Open("", embedded.WithClock(now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}})
+	g := newGW(t, gwOptions{open: openEmbedded})
 	for _, k := range []string{"search", "ads", "ads"} {
 		if resp, body := g.call(t, g.keys[k], `{"model":"`+map[string]string{"search": "m", "ads": "other"}[k]+`","messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", k, resp.StatusCode, body)

@@ -189,7 +189,7 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	g.setConfig(t, g.yaml)
 	var base store.Store
 	if o.open != nil {
-		base = o.open(t, time.Now)
+		base = o.open(t, g.clk.Now) // the store and the limiter share a clock
 	} else {
 		base = usagetest.Down{}
 	}

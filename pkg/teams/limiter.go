@@ -211,7 +211,7 @@ func counters(team, tag string, lim config.Limits, e Estimate, now time.Time) []
 		c.what = joinOr(what)
 		cs = append(cs, c)
 	}
-	costNano := math.Ceil(e.CostUSD * 1e9)
+	costNano := float64(usage.NanoUSD(e.CostUSD))
 	for _, w := range []struct {
 		kind  string
 		limit float64
@@ -222,7 +222,7 @@ func counters(team, tag string, lim config.Limits, e Estimate, now time.Time) []
 		}
 		start, end := windowOf(w.kind, now)
 		cs = append(cs, counter{key: store.BudgetKey(team, tag, w.kind, start), scope: scope, window: w.kind, end: end,
-			deltas: map[string]float64{attrCost: costNano}, max: map[string]float64{attrCost: math.Round(w.limit * 1e9)},
+			deltas: map[string]float64{attrCost: costNano}, max: map[string]float64{attrCost: float64(usage.NanoUSD(w.limit))},
 			category: gwerr.BudgetExceeded, what: fmt.Sprintf("a budget of $%g %s", w.limit, w.label)})
 	}
 	return cs
@@ -427,7 +427,7 @@ func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, 
 		cost = usage.Cost(cfg, rec)
 	}
 	actualTokens := float64(rec.InputTokens + rec.OutputTokens)
-	actualCost := math.Ceil(cost * 1e9)
+	actualCost := float64(usage.NanoUSD(cost))
 	now := l.Now()
 	var todo []counter
 	for _, c := range cs {
