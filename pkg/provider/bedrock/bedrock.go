@@ -5,7 +5,8 @@
 // OpenAI chat.completion / chat.completion.chunk JSON.
 //
 // Credentials come from the default AWS chain (environment, shared files,
-// SSO, container and instance roles); the region is the provider's
+// SSO, container and instance roles; the SDK also honours a Bedrock API key
+// in AWS_BEARER_TOKEN_BEDROCK); the region is the provider's
 // `region` (else AWS_REGION); the endpoint is the provider's `endpoint`,
 // else AWS_ENDPOINT_URL_BEDROCK_RUNTIME, else the regional default. The
 // target's model is a model id, an inference-profile id or an ARN.
@@ -25,7 +26,11 @@
 //     definitions and cannot forbid calls). Tool calls or results without
 //     tools are refused for the same reason.
 //   - assistant tool_calls -> toolUse blocks (arguments must be a JSON
-//     object; empty means {}).
+//     object; empty means {}). Tool call ids bedrock cannot take (it wants
+//     1-64 of [a-zA-Z0-9_-]) are replaced by a hash, the same in the call
+//     and in its result.
+//   - a message left with no content (e.g. "") is refused: bedrock does not
+//     accept empty messages; system messages take text parts only.
 //   - max_completion_tokens / max_tokens (else the target's max_tokens),
 //     temperature, top_p, stop -> inferenceConfig, unscaled.
 //   - response_format json_schema -> outputConfig.textFormat (structured

@@ -171,6 +171,7 @@ func awsEnv(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "")
 	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
 }
 
 // newAdapter builds the adapter the way the factory does, pointed at the
