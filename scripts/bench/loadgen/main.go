@@ -19,6 +19,9 @@
 //	probe     once: start a command, wait for its first 200, stop it (for
 //	          hyperfine)
 //	breaker   send requests to a route until a target's breaker is open
+//	rate      hold one constant rate on one target (load for a profile)
+//	storecalls count DynamoDB calls per request through a counting proxy
+//	storetable create the DynamoDB table in the local emulator
 //
 // Targets are given as -target name=URL[@model]; -pid name=PID names the
 // process whose /proc figures belong to that target. Every address must be
@@ -59,6 +62,12 @@ func main() {
 		err = runProbe(args)
 	case "breaker":
 		err = runBreaker(args)
+	case "rate":
+		err = runRate(args)
+	case "storecalls":
+		err = runStoreCalls(args)
+	case "storetable":
+		err = runStoreTable(args)
 	default:
 		usage()
 	}
@@ -69,7 +78,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker [flags]  (-h for the flags of a mode)")
+	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker|rate|storecalls|storetable [flags]  (-h for the flags of a mode)")
 	os.Exit(2)
 }
 

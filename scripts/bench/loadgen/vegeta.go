@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -220,6 +222,9 @@ func runSaturate(args []string) error {
 	maxSteps := fs.Int("max-steps", 12, "steps per target (bound)")
 	p99Limit := fs.Duration("p99", 10*time.Millisecond, "p99 limit of a passing step")
 	retry := fs.Bool("retry", true, "repeat a failing step once before believing it (the machine is shared)")
+	warm := fs.Duration("warm", time.Second, "unmeasured load at half the start rate first")
+	settle := fs.Duration("settle", 300*time.Millisecond, "pause between steps")
+	bestDir := fs.String("best-dir", "", "also write each target's highest passing rate to DIR/sat_<name>.rate")
 	out := fs.String("out", "-", "output JSON file")
 	fs.Parse(args)
 	if len(targets) == 0 {
@@ -232,12 +237,13 @@ func runSaturate(args []string) error {
 		client := httpClient(1024, 5*time.Second)
 		payload := body(t.Model, false, *size)
 		// Warm up: connections, the proxy's pools, the runtime.
-		attack(client, t, payload, *startRate/2+1, 8, 64, time.Second, 0)
+		attack(client, t, payload, *startRate/2+1, 8, 64, *warm, 0)
 		res := &SatResult{}
 		rep.Paths[t.Name] = res
 		step := func(rate int) SatStep {
 			var s SatStep
 			for try := 0; try < 2; try++ {
+				time.Sleep(*settle)
 				s = satStep(client, t, payload, rate, *stepDur, *p99Limit, pids[t.Name])
 				res.Steps = append(res.Steps, s)
 				fmt.Fprintf(os.Stderr, "saturate %-10s rate=%-6d achieved=%-8.0f p99=%-8.0fus errors=%d pass=%v %s\n",
@@ -281,6 +287,11 @@ func runSaturate(args []string) error {
 		}
 		res.MaxRate, res.Achieved, res.P50, res.P99, res.CPUPerReq = lo, best.Achieved, best.P50, best.P99, best.CPUPerReq
 		client.CloseIdleConnections()
+		if *bestDir != "" {
+			if err := os.WriteFile(filepath.Join(*bestDir, "sat_"+t.Name+".rate"), []byte(strconv.Itoa(lo)+"\n"), 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	return writeJSON(*out, rep)
 }

@@ -1,0 +1,477 @@
+#!/usr/bin/env bash
+# The benchmark harness: the gateway's cost measured side by side against the
+# physical floor, in one run, on loopback only.
+#
+#   direct    load generator -> mock upstream
+#   revproxy  load generator -> httputil.ReverseProxy -> mock   (the floor)
+#   tcprelay  load generator -> raw TCP relay -> mock           (the absolute floor)
+#   gateway   load generator -> the gateway (local mode, one openai-kind
+#             target at the mock) -> mock
+#
+# It builds everything into a temporary directory, runs every stage (latency
+# at concurrency 1, saturation, streaming, memory with open streams, cold
+# start and binary size, failover, DynamoDB calls per request, Go benchmarks
+# and CPU profiles), keeps the raw outputs and generates the report from them.
+#
+# Usage: scripts/bench.sh              full run -> docs/bench/results.md, docs/bench/raw/
+#        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
+#                                      writes to $BENCH_OUT (default: a temp dir)
+# Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"
+# (a note printed in the report, e.g. "machine shared"), BENCH_STORE_ARG (the
+# value given to the gateway's -store flag, once it has one; default dynamodb).
+# Exits non-zero if any stage failed; the report is written either way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+SMOKE=${SMOKE:-}
+if [ -n "$SMOKE" ]; then
+	OUT=${BENCH_OUT:-${TMPDIR:-/tmp}/llmgw-bench-smoke}
+	COMMAND="SMOKE=1 scripts/bench.sh"
+else
+	OUT=${BENCH_OUT:-docs/bench}
+	COMMAND="scripts/bench.sh"
+fi
+RAW=$OUT/raw
+mkdir -p "$OUT"
+rm -rf "$RAW"
+mkdir -p "$RAW"
+RAW=$(cd "$RAW" && pwd)
+OUT=$(cd "$OUT" && pwd)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-bench.XXXXXX")
+BIN=$WORK/bin
+PIDFILE=$WORK/pids
+: >"$PIDFILE"
+LG=$BIN/loadgen
+CHAT=/v1/chat/completions
+
+# ---- process management: every background process is recorded, and only
+# those (checked by their command line) are stopped on exit.
+
+# ours PID: true when PID is alive and is one of the programs this run started.
+ours() {
+	local cmd
+	cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline") || return 1
+	case "$cmd" in
+	*"$WORK"* | *"$ROOT/node_modules/dynalite"*) return 0 ;;
+	esac
+	return 1
+}
+
+# stop_pids PID...: TERM, then KILL after 2 s, the given processes if ours.
+stop_pids() {
+	local p live=()
+	for p in "$@"; do
+		[ -n "$p" ] && ours "$p" && live+=("$p")
+	done
+	[ ${#live[@]} -eq 0 ] && return 0
+	kill -TERM "${live[@]}" 2>/dev/null || true
+	for _ in $(seq 20); do
+		local any=
+		for p in "${live[@]}"; do kill -0 "$p" 2>/dev/null && any=1; done
+		[ -z "$any" ] && return 0
+		sleep 0.1
+	done
+	kill -KILL "${live[@]}" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	# shellcheck disable=SC2046
+	stop_pids $(cat "$PIDFILE" 2>/dev/null)
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CMD...: runs CMD in the background (log in $WORK/NAME.log) and
+# records it; the pid is in STARTED_PID.
+start() {
+	local name=$1
+	shift
+	"$@" >"$WORK/$name.log" 2>&1 &
+	STARTED_PID=$!
+	echo "$STARTED_PID" >>"$PIDFILE"
+	STAGE_PIDS+=("$STARTED_PID")
+}
+
+# wait_file FILE PID NAME: waits (10 s at most) until FILE is written.
+wait_file() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		if ! kill -0 "$2" 2>/dev/null; then
+			echo "$3 exited at start:" >&2
+			tail -20 "$WORK/$3.log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "$3 did not start within 10 s" >&2
+	return 1
+}
+
+# gateway_addr LOGNAME PID: the host:port from the gateway's "listening" log line.
+gateway_addr() {
+	local a
+	for _ in $(seq 200); do
+		a=$(grep -o '"addr":"http://[0-9.:]*' "$WORK/$1.log" 2>/dev/null | head -1 | sed 's|.*http://||') || true
+		if [ -n "$a" ]; then
+			echo "$a"
+			return 0
+		fi
+		if ! kill -0 "$2" 2>/dev/null; then
+			echo "$1 exited at start:" >&2
+			tail -20 "$WORK/$1.log" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "$1 did not start within 10 s" >&2
+	return 1
+}
+
+# start_mock NAME ARGS...: a mock upstream; sets MOCK_ADDR, MOCK_PID.
+start_mock() {
+	local name=$1
+	shift
+	start "$name" "$BIN/mockupstream" -addr 127.0.0.1:0 -addr-file "$WORK/$name.addr" "$@"
+	MOCK_PID=$STARTED_PID
+	wait_file "$WORK/$name.addr" "$MOCK_PID" "$name"
+	MOCK_ADDR=$(cat "$WORK/$name.addr")
+}
+
+# gateway_config FILE MOCK_ADDR: one route, bench, whose only target is an
+# openai-kind provider at the mock.
+gateway_config() {
+	cat >"$1" <<EOF
+providers:
+  mock:
+    kind: openai
+    base_url: http://$2/v1
+routes:
+  bench:
+    targets:
+      - {provider: mock, model: bench-model}
+EOF
+}
+
+# start_paths STAGE MOCK_ARGS...: a mock and the three proxies in front of it.
+# Sets TARGETS and PIDARGS (loadgen flags) and the *_PID variables.
+start_paths() {
+	local s=$1
+	shift
+	start_mock "mock_$s" "$@"
+	start "rp_$s" "$BIN/floorproxy" -mode reverseproxy -upstream "$MOCK_ADDR" -addr-file "$WORK/rp_$s.addr"
+	RP_PID=$STARTED_PID
+	start "tcp_$s" "$BIN/floorproxy" -mode tcp -upstream "$MOCK_ADDR" -addr-file "$WORK/tcp_$s.addr"
+	TCP_PID=$STARTED_PID
+	gateway_config "$WORK/gw_$s.yaml" "$MOCK_ADDR"
+	start "gw_$s" "$BIN/gateway" -config "$WORK/gw_$s.yaml" -addr 127.0.0.1:0
+	GW_PID=$STARTED_PID
+	wait_file "$WORK/rp_$s.addr" "$RP_PID" "rp_$s"
+	wait_file "$WORK/tcp_$s.addr" "$TCP_PID" "tcp_$s"
+	GW_ADDR=$(gateway_addr "gw_$s" "$GW_PID")
+	TARGETS=(-target "direct=http://$MOCK_ADDR$CHAT" -target "revproxy=http://$(cat "$WORK/rp_$s.addr")$CHAT"
+		-target "tcprelay=http://$(cat "$WORK/tcp_$s.addr")$CHAT" -target "gateway=http://$GW_ADDR$CHAT")
+	PIDARGS=(-pid "direct=$MOCK_PID" -pid "revproxy=$RP_PID" -pid "tcprelay=$TCP_PID" -pid "gateway=$GW_PID")
+}
+
+# ---- sizes of every stage (full run / SMOKE=1)
+
+if [ -n "$SMOKE" ]; then
+	LAT=(-rounds 1 -n 20 -warmup 5)
+	SAT=(-step 300ms -max-steps 2 -start-rate 200 -retry=false -warm 200ms -settle 50ms)
+	STREAM_MOCK=(-chunks 8 -chunk-gap 5ms)
+	STREAM=(-c 2 -n 2 -rounds 1)
+	HOLD=(-streams 50 -hold 500ms -open-timeout 20s)
+	COLD_N=3
+	FAIL=(-rounds 1 -n 10 -warmup 2)
+	STORE_N=(-n 10 -warmup 2 -settle 300ms)
+	BENCHTIME=-benchtime=100x
+	PROFILE_SECS=1
+else
+	LAT=(-rounds 10 -n 500 -warmup 200)
+	SAT=(-step 3s -max-steps 12 -start-rate 500)
+	STREAM_MOCK=(-chunks 64 -chunk-gap 20ms)
+	STREAM=(-c 8 -n 24 -rounds 4)
+	HOLD=(-streams 1000 -hold 2s -open-timeout 60s)
+	COLD_N=30
+	FAIL=(-rounds 5 -n 300 -warmup 50)
+	STORE_N=(-n 300 -warmup 50 -settle 1s)
+	BENCHTIME=
+	PROFILE_SECS=10
+fi
+
+# ---- stages
+
+stage_build() {
+	mkdir -p "$BIN/stripped"
+	go build -o "$BIN/" ./functions/gateway ./scripts/bench/mockupstream ./scripts/bench/floorproxy \
+		./scripts/bench/loadgen ./scripts/bench/report ./scripts/bench/gwprof
+	go build -ldflags='-s -w' -o "$BIN/stripped/" ./functions/gateway ./scripts/bench/mockupstream ./scripts/bench/floorproxy
+	for b in gateway mockupstream floorproxy; do
+		printf '%s\t%s\n' "$b" "$(stat -c %s "$BIN/$b")"
+		printf '%s.stripped\t%s\n' "$b" "$(stat -c %s "$BIN/stripped/$b")"
+	done >"$RAW/sizes.tsv"
+	cat "$RAW/sizes.tsv"
+	echo "go build (linux/$(go env GOARCH), CGO_ENABLED=$(go env CGO_ENABLED)); stripped = -ldflags='-s -w'. The Lambda build (scripts/build-lambda.sh) is linux/arm64, CGO_ENABLED=0, -trimpath, -tags lambda.norpc." >"$RAW/sizes.note"
+}
+
+stage_latency() {
+	start_paths lat -chunks 16
+	"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B.json"
+	"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB.json"
+}
+
+stage_saturate() {
+	start_paths sat -chunks 16
+	"$LG" saturate -body-bytes 200 "${SAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -best-dir "$WORK" -out "$RAW/saturate.json"
+}
+
+stage_stream() {
+	start_paths stream "${STREAM_MOCK[@]}"
+	"$LG" stream "${STREAM[@]}" "${TARGETS[@]}" -out "$RAW/stream.json"
+	echo "mock: ${STREAM_MOCK[*]}" >"$RAW/stream.mock"
+}
+
+stage_memory() {
+	local want
+	want=$(($(sed -n 's/.*-streams \([0-9]*\).*/\1/p' <<<"${HOLD[*]}") * 2 + 200))
+	if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
+		echo "open files limit $(ulimit -n) < $want: raise it (ulimit -n)" >&2
+		return 1
+	fi
+	# A slow mock: the first chunk at once, then one a second, so streams stay open.
+	start_paths mem -chunks 300 -chunk-gap 1s
+	"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold.json"
+}
+
+stage_cold() {
+	start_mock mock_cold
+	gateway_config "$WORK/gw_cold.yaml" "$MOCK_ADDR"
+	local gwcmd=("$BIN/gateway" -config "$WORK/gw_cold.yaml" -addr 127.0.0.1:@PORT@)
+	local rpcmd=("$BIN/floorproxy" -mode reverseproxy -upstream "$MOCK_ADDR" -listen 127.0.0.1:@PORT@)
+	"$LG" cold -name gateway -n "$COLD_N" -out "$RAW/cold_gateway.json" -- "${gwcmd[@]}"
+	"$LG" cold -name revproxy -n "$COLD_N" -out "$RAW/cold_revproxy.json" -- "${rpcmd[@]}"
+	"$LG" cold -name tcprelay -n "$COLD_N" -out "$RAW/cold_tcprelay.json" -- \
+		"$BIN/floorproxy" -mode tcp -upstream "$MOCK_ADDR" -listen 127.0.0.1:@PORT@
+	"$LG" cold -name direct -n "$COLD_N" -out "$RAW/cold_direct.json" -- "$BIN/mockupstream" -addr 127.0.0.1:@PORT@
+	if command -v hyperfine >/dev/null; then
+		hyperfine -N --warmup 2 --runs "$COLD_N" --export-json "$RAW/cold_hyperfine.json" --export-markdown "$RAW/cold_hyperfine.md" \
+			-n gateway "$LG probe -- ${gwcmd[*]}" -n revproxy "$LG probe -- ${rpcmd[*]}"
+	else
+		echo "hyperfine not installed (apt-get install hyperfine): only the Go loop measured" | tee "$RAW/cold_hyperfine.md"
+	fi
+	# Package init cost at start-up, slowest first, and the total.
+	GODEBUG=inittrace=1 "$BIN/gateway" -help 2>&1 | grep '^init ' |
+		awk '{print $5, $0}' | sort -rn | cut -d' ' -f2- >"$WORK/inittrace.txt" || true
+	{
+		awk '{ms += $5; n++} END {printf "total init clock: %.2f ms in %d packages\n", ms, n}' "$WORK/inittrace.txt"
+		head -25 "$WORK/inittrace.txt"
+	} >"$RAW/cold_inittrace.txt"
+}
+
+stage_failover() {
+	start_mock mock_fail
+	local dead
+	dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null) ||
+		dead=$((20000 + RANDOM % 20000))
+	cat >"$WORK/gw_fail.yaml" <<EOF
+breaker:
+  consecutive_failures: 5
+  cooldown: 10m
+  max_cooldown: 10m
+providers:
+  mock:
+    kind: openai
+    base_url: http://$MOCK_ADDR/v1
+  dead-refused:   # nothing listens on this loopback port
+    kind: openai
+    base_url: http://127.0.0.1:$dead/v1
+  dead-open:
+    kind: openai
+    base_url: http://127.0.0.1:$dead/v1
+routes:
+  bench:
+    targets:
+      - {provider: mock, model: bench-model}
+  bench-refused:  # every request dials the dead primary (breaker forced closed)
+    targets:
+      - {provider: dead-refused, model: bench-model, attempts: 1, breaker: closed}
+      - {provider: mock, model: bench-model}
+  bench-open:     # the dead primary's breaker is warmed until open
+    targets:
+      - {provider: dead-open, model: bench-model, attempts: 1}
+      - {provider: mock, model: bench-model}
+EOF
+	cp "$WORK/gw_fail.yaml" "$RAW/failover_config.yaml"
+	start gw_fail "$BIN/gateway" -config "$WORK/gw_fail.yaml" -addr 127.0.0.1:0
+	local gw
+	gw=$(gateway_addr gw_fail "$STARTED_PID")
+	"$LG" breaker -target "open=http://$gw$CHAT@bench-open" -health "http://$gw/healthz" -target-id dead-open/bench-model
+	"$LG" latency -body-bytes 200 "${FAIL[@]}" -target "happy=http://$gw$CHAT@bench" \
+		-target "refused=http://$gw$CHAT@bench-refused" -target "open=http://$gw$CHAT@bench-open" -out "$RAW/failover.json"
+}
+
+stage_store() {
+	if ! "$BIN/gateway" -help 2>&1 | grep -q -- '-store'; then
+		echo '{"mode": "storecalls", "status": "pending", "reason": "the gateway has no -store flag yet"}' >"$RAW/store.json"
+		echo "pending: store not wired (no -store flag in gateway -help)"
+		return 0
+	fi
+	local arg=${BENCH_STORE_ARG:-dynamodb}
+	if [ ! -f node_modules/dynalite/cli.js ]; then
+		npm ci --no-audit --no-fund --loglevel=error
+	fi
+	local port
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	start dynalite node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
+		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	for _ in $(seq 300); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		sleep 0.1
+	done
+	start count_store "$BIN/floorproxy" -mode reverseproxy -count -upstream "127.0.0.1:$port" -addr-file "$WORK/count_store.addr"
+	wait_file "$WORK/count_store.addr" "$STARTED_PID" count_store
+	local counter
+	counter=$(cat "$WORK/count_store.addr")
+	export AWS_ENDPOINT_URL_DYNAMODB="http://$counter" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench LLMGW_TABLE=llmgw-bench
+	"$LG" storetable -table llmgw-bench -endpoint "http://$counter"
+	start_mock mock_store
+	local dead
+	dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	cat >"$WORK/gw_store.yaml" <<EOF
+providers:
+  mock:
+    kind: openai
+    base_url: http://$MOCK_ADDR/v1
+  dead:
+    kind: openai
+    base_url: http://127.0.0.1:$dead/v1
+routes:
+  bench:
+    targets:
+      - {provider: mock, model: bench-model}
+  bench-refused:
+    targets:
+      - {provider: dead, model: bench-model, attempts: 1, breaker: closed}
+      - {provider: mock, model: bench-model}
+EOF
+	start gw_store "$BIN/gateway" -config "$WORK/gw_store.yaml" -addr 127.0.0.1:0 -store "$arg"
+	local gw
+	if ! gw=$(gateway_addr gw_store "$STARTED_PID"); then
+		printf '{"mode": "storecalls", "status": "failed", "reason": "the gateway did not start with -store %s (set BENCH_STORE_ARG): see raw/store.log"}\n' "$arg" >"$RAW/store.json"
+		return 1
+	fi
+	"$LG" storecalls -counts "http://$counter/__bench/counts" "${STORE_N[@]}" \
+		-target "happy=http://$gw$CHAT@bench" -target "refused=http://$gw$CHAT@bench-refused" -out "$RAW/store.json"
+}
+
+stage_gobench() {
+	local pkgs=(./pkg/openaiwire ./pkg/sse ./pkg/breaker ./pkg/provider/openaicompat ./pkg/provider/anthropic ./pkg/provider/bedrock)
+	{
+		echo "# go test -run '^\$' -bench . -benchmem $BENCHTIME ${pkgs[*]} ./pkg/server  ($(go version))"
+		go test -run '^$' -bench . -benchmem $BENCHTIME -timeout 15m "${pkgs[@]}"
+		# The server package once more on its own, with a CPU profile of its benchmarks.
+		go test -run '^$' -bench . -benchmem $BENCHTIME -timeout 15m \
+			-cpuprofile "$WORK/server.cpu" -o "$WORK/server.test" ./pkg/server
+	} 2>&1 | tee "$RAW/gobench.txt"
+	go tool pprof -top -nodecount=40 "$WORK/server.test" "$WORK/server.cpu" >"$RAW/pprof_server_bench.txt" 2>/dev/null
+	# Where the SSE relay allocates, if it does: every allocation sampled
+	# (-memprofilerate=1) while relaying chunks through the openai adapter.
+	go test -run '^$' -bench 'BenchmarkRelaySSEChunk$' -benchmem $BENCHTIME -memprofile "$WORK/relay.mem" \
+		-memprofilerate 1 -o "$WORK/relay.test" ./pkg/provider/openaicompat >"$WORK/relay.bench" 2>&1
+	{
+		echo "# go test -run '^\$' -bench 'BenchmarkRelaySSEChunk\$' -benchmem $BENCHTIME -memprofile relay.mem -memprofilerate 1 ./pkg/provider/openaicompat"
+		grep '^Benchmark' "$WORK/relay.bench"
+		echo "# go tool pprof -sample_index=alloc_objects -top (all allocations of the run, set-up included)"
+		go tool pprof -sample_index=alloc_objects -top -nodecount=25 "$WORK/relay.test" "$WORK/relay.mem" 2>/dev/null
+	} >"$RAW/memprofile_relay_chunk.txt"
+}
+
+stage_profile() {
+	local rate=500
+	[ -s "$WORK/sat_gateway.rate" ] && [ "$(cat "$WORK/sat_gateway.rate")" -gt 0 ] && rate=$(cat "$WORK/sat_gateway.rate")
+	start_mock mock_prof -chunks 16
+	gateway_config "$WORK/gw_prof.yaml" "$MOCK_ADDR"
+	start gw_prof "$BIN/gwprof" -config "$WORK/gw_prof.yaml" -addr 127.0.0.1:0 -pprof 127.0.0.1:0 -pprof-addr-file "$WORK/gw_prof.pprof"
+	local pid=$STARTED_PID gw
+	gw=$(gateway_addr gw_prof "$pid")
+	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
+	curl -sf -o "$WORK/gw.cpu" "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" &
+	local curlpid=$!
+	"$LG" rate -rate "$rate" -duration "$((PROFILE_SECS + 1))s" -target "gateway=http://$gw$CHAT" -out "$RAW/pprof_gateway_load.json"
+	wait "$curlpid"
+	cp "$WORK/gw.cpu" "$RAW/pprof_gateway_saturation.pb.gz"
+	{
+		echo "# gwprof (app.RunLocal + pprof listener) under vegeta at $rate req/s (the gateway's saturation rate in this run), ${PROFILE_SECS}s"
+		go tool pprof -top -nodecount=40 "$BIN/gwprof" "$WORK/gw.cpu" 2>/dev/null
+	} >"$RAW/pprof_gateway_saturation.txt"
+	head -20 "$RAW/pprof_gateway_saturation.txt"
+}
+
+# ---- the run
+
+FAILED=()
+: >"$RAW/stages.tsv"
+
+# run_stage NAME FUNC: runs FUNC in a subshell with errexit (its log in
+# raw/NAME.log), stops every process it started, records ok/FAILED.
+run_stage() {
+	local name=$1 fn=$2 t0=$SECONDS rc
+	echo "== $name"
+	set +e
+	(
+		set -euo pipefail
+		STAGE_PIDS=()
+		trap 'stop_pids "${STAGE_PIDS[@]:-}"' EXIT
+		"$fn"
+	) 2>&1 | tee "$RAW/$name.log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	if [ "$rc" -eq 0 ]; then
+		printf '%s\tok\t%s\n' "$name" $((SECONDS - t0)) >>"$RAW/stages.tsv"
+	else
+		printf '%s\tFAILED\t%s\n' "$name" $((SECONDS - t0)) >>"$RAW/stages.tsv"
+		FAILED+=("$name")
+		echo "!! stage $name failed (exit $rc)" >&2
+	fi
+}
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+date -u +%Y-%m-%dT%H:%M:%SZ >"$RAW/date.txt"
+cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_start.txt"
+[ -n "${BENCH_NOTE:-}" ] && echo "$BENCH_NOTE" >"$RAW/note.txt"
+{
+	lscpu
+	echo
+	grep MemTotal /proc/meminfo
+	uname -a
+	go version
+} >"$RAW/machine.txt" 2>&1 || true
+
+run_stage build stage_build
+if [[ " ${FAILED[*]} " == *" build "* ]]; then
+	echo "build failed: nothing to measure" >&2
+	exit 1
+fi
+run_stage latency stage_latency
+run_stage saturate stage_saturate
+run_stage stream stage_stream
+run_stage memory stage_memory
+run_stage cold stage_cold
+run_stage failover stage_failover
+run_stage store stage_store
+run_stage gobench stage_gobench
+run_stage profile stage_profile
+cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_end.txt"
+
+"$BIN/report" -raw "$RAW" -out "$OUT/results.md" -command "$COMMAND" -go "$(go version | cut -d' ' -f3-)" ${SMOKE:+-smoke}
+echo "results: $OUT/results.md (raw outputs in $RAW)"
+if [ ${#FAILED[@]} -gt 0 ]; then
+	echo "FAILED stages: ${FAILED[*]}" >&2
+	exit 1
+fi

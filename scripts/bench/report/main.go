@@ -1,0 +1,679 @@
+// Command report turns the raw outputs of one scripts/bench.sh run into
+// results.md: the machine, the date, the exact command, the side-by-side
+// table (gateway | ReverseProxy floor | ratio | raw TCP relay | direct), the
+// goals marked met or missed, and the Go benchmark and profile excerpts.
+// Every number in it is read from the raw files; none is typed in.
+//
+//	report -raw docs/bench/raw -out docs/bench/results.md -command "scripts/bench.sh"
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Paths are the four ways to the mock upstream, as named in the raw files.
+const (
+	gw     = "gateway"
+	rp     = "revproxy"
+	tcp    = "tcprelay"
+	direct = "direct"
+)
+
+func main() {
+	raw := flag.String("raw", "docs/bench/raw", "directory of the raw outputs")
+	out := flag.String("out", "docs/bench/results.md", "the report to write")
+	command := flag.String("command", "scripts/bench.sh", "the command that produced the raw outputs")
+	goVersion := flag.String("go", runtime.Version(), "go version used for the build")
+	smoke := flag.Bool("smoke", false, "the run was SMOKE=1 (tiny counts: not a measurement)")
+	flag.Parse()
+	r := &reporter{raw: *raw}
+	md := r.render(*command, *goVersion, *smoke)
+	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "report: wrote %s\n", *out)
+}
+
+type reporter struct {
+	raw string
+	b   strings.Builder
+}
+
+func (r *reporter) p(format string, a ...any) { fmt.Fprintf(&r.b, format+"\n", a...) }
+
+// load decodes raw/name into v; false when the file is missing or bad.
+func (r *reporter) load(name string, v any) bool {
+	b, err := os.ReadFile(filepath.Join(r.raw, name))
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(b, v) == nil
+}
+
+func (r *reporter) text(name string) string {
+	b, err := os.ReadFile(filepath.Join(r.raw, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// The shapes of the raw files (subsets of what loadgen writes).
+type dist struct {
+	N    int     `json:"n"`
+	P50  float64 `json:"p50_us"`
+	P99  float64 `json:"p99_us"`
+	Mean float64 `json:"mean_us"`
+}
+
+type latencyFile struct {
+	BodyBytes int `json:"body_bytes"`
+	Paths     map[string]struct {
+		Latency   dist           `json:"latency"`
+		Errors    int            `json:"errors"`
+		CPUPerReq *float64       `json:"cpu_us_per_request"`
+		Headers   map[string]int `json:"gateway_headers"`
+	} `json:"paths"`
+}
+
+type satFile struct {
+	P99Limit float64 `json:"p99_limit_us"`
+	StepSecs float64 `json:"step_seconds"`
+	Paths    map[string]struct {
+		MaxRate   int      `json:"max_rate"`
+		Achieved  float64  `json:"achieved_rps"`
+		P99       float64  `json:"p99_us"`
+		CPUPerReq *float64 `json:"cpu_us_per_request"`
+	} `json:"paths"`
+}
+
+type streamFile struct {
+	Client      string `json:"client"`
+	Concurrency int    `json:"concurrency"`
+	Paths       map[string]struct {
+		TTFB    dist `json:"ttfb_first_data_frame"`
+		Gap     dist `json:"inter_frame_gap"`
+		Streams int  `json:"streams"`
+		Errors  int  `json:"errors"`
+	} `json:"paths"`
+}
+
+type holdFile struct {
+	Paths map[string]struct {
+		Streams     int     `json:"streams"`
+		Opened      int     `json:"opened"`
+		IdleRSSKB   int64   `json:"idle_rss_kb"`
+		PeakHWMKB   int64   `json:"peak_hwm_kb"`
+		PerStreamKB float64 `json:"per_stream_kb"`
+	} `json:"paths"`
+}
+
+type coldFile struct {
+	Name  string `json:"name"`
+	Runs  int    `json:"runs"`
+	Start dist   `json:"exec_to_first_200"`
+}
+
+type hyperfineFile struct {
+	Results []struct {
+		Command string  `json:"command"`
+		Mean    float64 `json:"mean"`
+		Median  float64 `json:"median"`
+		Stddev  float64 `json:"stddev"`
+	} `json:"results"`
+}
+
+type storeFile struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	Paths  map[string]struct {
+		Requests     int     `json:"requests"`
+		ReadsPerReq  float64 `json:"reads_per_request"`
+		WritesPerReq float64 `json:"writes_per_request"`
+	} `json:"paths"`
+}
+
+// row is one line of the table; nil cells print as "–".
+type row struct {
+	name                    string
+	gw, rp, tcp, direct     *float64
+	unit                    string
+	decimals                int
+	ratio                   string // overrides the computed gateway/floor ratio
+	gwText, rpText, dirText string // text cells instead of numbers
+	tcpText                 string
+}
+
+func f(v float64) *float64 { return &v }
+
+func (w row) cell(v *float64, text string) string {
+	if text != "" {
+		return text
+	}
+	if v == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*v, 'f', w.decimals, 64) + " " + w.unit
+}
+
+func (w row) ratioCell() string {
+	if w.ratio != "" {
+		return w.ratio
+	}
+	if w.gw == nil || w.rp == nil {
+		return "–"
+	}
+	if *w.rp <= 0 {
+		return "n/a (floor ≤ 0)"
+	}
+	return fmt.Sprintf("%.2fx", *w.gw / *w.rp)
+}
+
+// stageStatus reads raw/stages.tsv: stage -> "ok" or "FAILED".
+func (r *reporter) stageStatus() (map[string]string, []string) {
+	st := map[string]string{}
+	var order []string
+	for _, line := range strings.Split(r.text("stages.tsv"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) >= 2 {
+			st[f[0]] = f[1]
+			order = append(order, line)
+		}
+	}
+	return st, order
+}
+
+func (r *reporter) render(command, goVersion string, smoke bool) string {
+	stages, stageLines := r.stageStatus()
+	r.p("# Benchmark results: the gateway against the physical floor")
+	r.p("")
+	r.p("Generated by `scripts/bench/report` from the raw outputs in `raw/` of one run of")
+	r.p("`scripts/bench.sh`. Nothing here is typed in: re-run the command to replace it.")
+	if smoke {
+		r.p("")
+		r.p("**SMOKE RUN (SMOKE=1): tiny counts to keep the harness working; these numbers are not measurements.**")
+	}
+	r.p("")
+	r.p("## Run")
+	r.p("")
+	r.p("| | |")
+	r.p("|---|---|")
+	r.p("| date | %s |", orDash(r.text("date.txt")))
+	r.p("| command | `%s` |", command)
+	r.p("| CPU | %s |", orDash(lscpuModel()))
+	r.p("| cores | %d (GOMAXPROCS default in every process; load generator, mock, proxy share them) |", runtime.NumCPU())
+	r.p("| memory | %s |", orDash(memTotal()))
+	r.p("| kernel | %s |", orDash(cmdOut("uname", "-r")))
+	r.p("| go | %s |", goVersion)
+	r.p("| load average at start / end | %s / %s |", orDash(r.text("loadavg_start.txt")), orDash(r.text("loadavg_end.txt")))
+	if note := r.text("note.txt"); note != "" {
+		r.p("| note | %s |", note)
+	}
+	r.p("")
+	r.p("Stages (name, status, seconds): %s", strings.ReplaceAll(strings.Join(stageLines, "; "), "\t", " "))
+	r.p("")
+
+	goals := r.table(stages)
+	r.p("")
+	r.p("## Goals")
+	r.p("")
+	for _, g := range goals {
+		r.p("- %s", g)
+	}
+	r.goBench()
+	r.profiles()
+	r.method()
+	return r.b.String()
+}
+
+// added returns path minus direct for a distribution field.
+func added(paths map[string]dist, p string, q func(dist) float64) *float64 {
+	d, ok1 := paths[direct]
+	v, ok2 := paths[p]
+	if !ok1 || !ok2 || v.N == 0 || d.N == 0 {
+		return nil
+	}
+	return f(q(v) - q(d))
+}
+
+func abs(paths map[string]dist, p string, q func(dist) float64) *float64 {
+	v, ok := paths[p]
+	if !ok || v.N == 0 {
+		return nil
+	}
+	return f(q(v))
+}
+
+func p50(d dist) float64 { return d.P50 }
+func p99(d dist) float64 { return d.P99 }
+
+func (r *reporter) table(stages map[string]string) []string {
+	var rows []row
+	var goals []string
+	failed := func(stage string) bool { return stages[stage] != "" && stages[stage] != "ok" }
+
+	r.p("## The table")
+	r.p("")
+	r.p("Added = the path's figure minus the direct figure (load generator -> mock). Ratio = gateway / ReverseProxy floor.")
+	r.p("")
+	// Latency at concurrency 1.
+	for _, size := range []string{"200B", "10KB"} {
+		var lf latencyFile
+		stage := "latency"
+		if !r.load("latency_"+size+".json", &lf) {
+			rows = append(rows, row{name: "added latency, c=1, " + size + " body", gwText: missing(stage, failed(stage))})
+			goals = append(goals, fmt.Sprintf("added p50 at c=1 (%s) within 1.25x of ReverseProxy's: not measured (%s)", size, missing(stage, failed(stage))))
+			continue
+		}
+		paths := map[string]dist{}
+		for k, v := range lf.Paths {
+			paths[k] = v.Latency
+		}
+		label := fmt.Sprintf("%d B body", lf.BodyBytes)
+		for _, q := range []struct {
+			name string
+			fn   func(dist) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			rows = append(rows, row{name: "added latency " + q.name + ", c=1, non-streaming, " + label, unit: "µs",
+				gw: added(paths, gw, q.fn), rp: added(paths, rp, q.fn), tcp: added(paths, tcp, q.fn), direct: abs(paths, direct, q.fn),
+				dirText: fmtAbs(abs(paths, direct, q.fn), "µs", 0, "(absolute) ")})
+		}
+		g, fl := added(paths, gw, p50), added(paths, rp, p50)
+		goals = append(goals, ratioGoal(fmt.Sprintf("added p50 at c=1, %s: gateway within 1.25x of ReverseProxy's added latency", label), g, fl, 1.25, false, "µs"))
+		cpu := func(p string) *float64 {
+			if v, ok := lf.Paths[p]; ok {
+				return v.CPUPerReq
+			}
+			return nil
+		}
+		rows = append(rows, row{name: "CPU per request at c=1, " + label + " (proxy process; direct: the mock)", unit: "µs", decimals: 0,
+			gw: cpu(gw), rp: cpu(rp), tcp: cpu(tcp), direct: cpu(direct)})
+	}
+
+	// Saturation.
+	var sf satFile
+	if r.load("saturate.json", &sf) {
+		get := func(p string, fn func(int, float64, *float64) *float64) *float64 {
+			v, ok := sf.Paths[p]
+			if !ok {
+				return nil
+			}
+			return fn(v.MaxRate, v.Achieved, v.CPUPerReq)
+		}
+		thr := func(_ int, a float64, _ *float64) *float64 { return f(a) }
+		cpu := func(_ int, _ float64, c *float64) *float64 { return c }
+		rows = append(rows, row{name: fmt.Sprintf("throughput at saturation (p99 < %.0f ms, 0 errors; %s steps)", sf.P99Limit/1000, trim(sf.StepSecs)), unit: "req/s",
+			gw: get(gw, thr), rp: get(rp, thr), tcp: get(tcp, thr), direct: get(direct, thr)})
+		rows = append(rows, row{name: "CPU per request at that rate (proxy process; direct: the mock)", unit: "µs", decimals: 0,
+			gw: get(gw, cpu), rp: get(rp, cpu), tcp: get(tcp, cpu), direct: get(direct, cpu)})
+		goals = append(goals, ratioGoal("saturation throughput >= 80% of ReverseProxy's", get(gw, thr), get(rp, thr), 0.8, true, "req/s"))
+	} else {
+		rows = append(rows, row{name: "throughput at saturation", gwText: missing("saturate", failed("saturate"))})
+		goals = append(goals, "saturation throughput >= 80% of ReverseProxy's: not measured ("+missing("saturate", failed("saturate"))+")")
+	}
+
+	// Streaming.
+	var stf streamFile
+	if r.load("stream.json", &stf) {
+		ttfb, gap := map[string]dist{}, map[string]dist{}
+		for k, v := range stf.Paths {
+			ttfb[k], gap[k] = v.TTFB, v.Gap
+		}
+		for _, q := range []struct {
+			name string
+			fn   func(dist) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			rows = append(rows, row{name: "streaming: added time to first data frame " + q.name, unit: "µs",
+				gw: added(ttfb, gw, q.fn), rp: added(ttfb, rp, q.fn), tcp: added(ttfb, tcp, q.fn),
+				dirText: fmtAbs(abs(ttfb, direct, q.fn), "µs", 0, "(absolute) ")})
+		}
+		rows = append(rows, row{name: "streaming: added inter-frame gap p99", unit: "µs",
+			gw: added(gap, gw, p99), rp: added(gap, rp, p99), tcp: added(gap, tcp, p99),
+			dirText: fmtAbs(abs(gap, direct, p99), "µs", 0, "(absolute) ")})
+	} else {
+		rows = append(rows, row{name: "streaming: added TTFB / inter-frame gap", gwText: missing("stream", failed("stream"))})
+	}
+
+	// Memory.
+	var hf holdFile
+	if r.load("hold.json", &hf) {
+		get := func(p string, fn func(int64, int64, float64) float64) *float64 {
+			v, ok := hf.Paths[p]
+			if !ok {
+				return nil
+			}
+			return f(fn(v.IdleRSSKB, v.PeakHWMKB, v.PerStreamKB))
+		}
+		n := 0
+		if v, ok := hf.Paths[gw]; ok {
+			n = v.Streams
+		}
+		per := func(_, _ int64, p float64) float64 { return p }
+		idle := func(i, _ int64, _ float64) float64 { return float64(i) / 1024 }
+		peak := func(_, h int64, _ float64) float64 { return float64(h) / 1024 }
+		rows = append(rows, row{name: fmt.Sprintf("memory per open stream: (VmHWM with %d streams - idle RSS) / %d", n, n), unit: "KiB", decimals: 1,
+			gw: get(gw, per), rp: get(rp, per), tcp: get(tcp, per), direct: get(direct, per)})
+		rows = append(rows, row{name: "idle RSS (after one request)", unit: "MiB", decimals: 1,
+			gw: get(gw, idle), rp: get(rp, idle), tcp: get(tcp, idle), direct: get(direct, idle)})
+		rows = append(rows, row{name: fmt.Sprintf("peak RSS (VmHWM) with %d streams", n), unit: "MiB", decimals: 1,
+			gw: get(gw, peak), rp: get(rp, peak), tcp: get(tcp, peak), direct: get(direct, peak)})
+		goals = append(goals, ratioGoal("memory per stream <= ReverseProxy's", get(gw, per), get(rp, per), 1.0, false, "KiB"))
+	} else {
+		rows = append(rows, row{name: "memory per open stream", gwText: missing("memory", failed("memory"))})
+		goals = append(goals, "memory per stream <= ReverseProxy's: not measured ("+missing("memory", failed("memory"))+")")
+	}
+
+	// Cold start and size.
+	cold := map[string]*float64{}
+	for _, p := range []string{gw, rp, tcp, direct} {
+		var cf coldFile
+		if r.load("cold_"+p+".json", &cf) && cf.Runs > 0 {
+			cold[p] = f(cf.Start.P50 / 1000)
+		}
+	}
+	if len(cold) > 0 {
+		rows = append(rows, row{name: "cold start p50: exec -> first 200 on /healthz (Go loop)", unit: "ms", decimals: 1,
+			gw: cold[gw], rp: cold[rp], tcp: cold[tcp], direct: cold[direct]})
+		var hyp hyperfineFile
+		if r.load("cold_hyperfine.json", &hyp) && len(hyp.Results) > 0 {
+			hv := map[string]*float64{}
+			for _, res := range hyp.Results {
+				for _, p := range []string{gw, rp} {
+					if res.Command == p {
+						hv[p] = f(res.Mean * 1000)
+					}
+				}
+			}
+			rows = append(rows, row{name: "cold start mean (hyperfine; includes the probe process)", unit: "ms", decimals: 1, gw: hv[gw], rp: hv[rp]})
+		}
+		if v := cold[gw]; v != nil {
+			goals = append(goals, absGoal("cold start (exec -> first 200) < 30 ms", *v, 30, "ms"))
+		}
+	} else {
+		rows = append(rows, row{name: "cold start", gwText: missing("cold", failed("cold"))})
+		goals = append(goals, "cold start < 30 ms: not measured ("+missing("cold", failed("cold"))+")")
+	}
+	sizes := r.sizes()
+	if len(sizes) > 0 {
+		mb := func(k string) *float64 {
+			if v, ok := sizes[k]; ok {
+				return f(float64(v) / (1 << 20))
+			}
+			return nil
+		}
+		rows = append(rows, row{name: "binary size, not stripped (floor: floorproxy, both modes)", unit: "MiB", decimals: 1,
+			gw: mb("gateway"), rp: mb("floorproxy"), tcp: mb("floorproxy"), direct: mb("mockupstream")})
+		rows = append(rows, row{name: "binary size, stripped (-ldflags='-s -w')", unit: "MiB", decimals: 1,
+			gw: mb("gateway.stripped"), rp: mb("floorproxy.stripped"), tcp: mb("floorproxy.stripped"), direct: mb("mockupstream.stripped")})
+	}
+
+	// Failover.
+	var ff latencyFile
+	if r.load("failover.json", &ff) {
+		paths := map[string]dist{}
+		for k, v := range ff.Paths {
+			paths[k] = v.Latency
+		}
+		over := func(p string, q func(dist) float64) *float64 {
+			a, ok1 := paths[p]
+			h, ok2 := paths["happy"]
+			if !ok1 || !ok2 || a.N == 0 || h.N == 0 {
+				return nil
+			}
+			return f(q(a) - q(h))
+		}
+		for _, c := range []struct{ name, key string }{{"primary refuses connections, secondary serves", "refused"}, {"primary's breaker open, secondary serves", "open"}} {
+			for _, q := range []struct {
+				name string
+				fn   func(dist) float64
+			}{{"p50", p50}, {"p99", p99}} {
+				rows = append(rows, row{name: "failover cost " + q.name + ": " + c.name + " (minus the gateway's happy path)", unit: "µs",
+					gw: over(c.key, q.fn), rpText: "n/a (no failover)", tcpText: "n/a", dirText: "n/a", ratio: "–"})
+			}
+		}
+	} else {
+		rows = append(rows, row{name: "failover cost", gwText: missing("failover", failed("failover"))})
+	}
+
+	// Store.
+	var sto storeFile
+	if r.load("store.json", &sto) && sto.Status == "measured" {
+		for _, c := range []struct{ name, key string }{{"happy path", "happy"}, {"failover (refused primary)", "refused"}} {
+			v, ok := sto.Paths[c.key]
+			if !ok {
+				continue
+			}
+			rows = append(rows, row{name: "DynamoDB calls per request, " + c.name, ratio: "–", rpText: "n/a", tcpText: "n/a", dirText: "n/a",
+				gwText: fmt.Sprintf("%.2f reads, %.2f writes", v.ReadsPerReq, v.WritesPerReq)})
+		}
+		if v, ok := sto.Paths["happy"]; ok {
+			ok := v.ReadsPerReq == 0 && v.WritesPerReq <= 1
+			state := "MET"
+			if !ok {
+				state = "MISSED"
+			}
+			goals = append(goals, fmt.Sprintf("DynamoDB reads per request 0 on the warm happy path and at most 1 write: **%s** (%.2f reads, %.2f writes per request)", state, v.ReadsPerReq, v.WritesPerReq))
+		}
+	} else {
+		why := "pending: store not wired (the gateway has no -store flag yet; bench.sh measures this by itself once it has)"
+		if sto.Status != "" && sto.Status != "pending" {
+			why = sto.Status + ": " + sto.Reason
+		} else if sto.Reason != "" {
+			why = "pending: store not wired (" + sto.Reason + ")"
+		}
+		if failed("store") && sto.Status == "" {
+			why = "stage failed (see raw/store.log)"
+		}
+		rows = append(rows, row{name: "DynamoDB calls per request (happy path, failover)", gwText: "**" + why + "**", ratio: "–", rpText: "n/a", tcpText: "n/a", dirText: "n/a"})
+		goals = append(goals, "DynamoDB reads per request 0 on the warm happy path, at most 1 write: **"+why+"**")
+	}
+
+	r.p("| figure | gateway | ReverseProxy floor | ratio | raw TCP relay | direct |")
+	r.p("|---|---:|---:|---:|---:|---:|")
+	for _, w := range rows {
+		r.p("| %s | %s | %s | %s | %s | %s |", w.name, w.cell(w.gw, w.gwText), w.cell(w.rp, w.rpText), w.ratioCell(), w.cell(w.tcp, w.tcpText), w.cell(w.direct, w.dirText))
+	}
+	return goals
+}
+
+func fmtAbs(v *float64, unit string, dec int, prefix string) string {
+	if v == nil {
+		return "–"
+	}
+	return prefix + strconv.FormatFloat(*v, 'f', dec, 64) + " " + unit
+}
+
+func missing(stage string, failed bool) string {
+	if failed {
+		return "stage " + stage + " failed: see raw/" + stage + ".log"
+	}
+	return "stage " + stage + " did not run"
+}
+
+func trim(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " s" }
+
+// ratioGoal judges gw/floor against limit (atLeast: ratio >= limit; else
+// ratio <= limit).
+func ratioGoal(name string, g, fl *float64, limit float64, atLeast bool, unit string) string {
+	if g == nil || fl == nil {
+		return name + ": not measured"
+	}
+	if *fl <= 0 {
+		return fmt.Sprintf("%s: cannot judge (floor figure %.1f %s ≤ 0: noise; gateway %.1f %s)", name, *fl, unit, *g, unit)
+	}
+	ratio := *g / *fl
+	met := ratio <= limit
+	if atLeast {
+		met = ratio >= limit
+	}
+	if met {
+		return fmt.Sprintf("%s: **MET** (%.2fx; gateway %.1f %s, floor %.1f %s)", name, ratio, *g, unit, *fl, unit)
+	}
+	by := (ratio/limit - 1) * 100
+	if atLeast {
+		by = (1 - ratio/limit) * 100
+	}
+	return fmt.Sprintf("%s: **MISSED** by %.0f%% (%.2fx against %.2fx; gateway %.1f %s, floor %.1f %s)", name, math.Abs(by), ratio, limit, *g, unit, *fl, unit)
+}
+
+func absGoal(name string, v, limit float64, unit string) string {
+	if v < limit {
+		return fmt.Sprintf("%s: **MET** (%.1f %s)", name, v, unit)
+	}
+	return fmt.Sprintf("%s: **MISSED** by %.1f %s (%.0f%%; %.1f %s)", name, v-limit, unit, (v/limit-1)*100, v, unit)
+}
+
+// sizes reads raw/sizes.tsv: binary -> bytes.
+func (r *reporter) sizes() map[string]int64 {
+	m := map[string]int64{}
+	for _, line := range strings.Split(r.text("sizes.tsv"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				m[f[0]] = n
+			}
+		}
+	}
+	return m
+}
+
+// goBench copies the benchmark lines of raw/gobench.txt and picks out the
+// SSE relay's allocations per chunk.
+func (r *reporter) goBench() {
+	t := r.text("gobench.txt")
+	r.p("")
+	r.p("## Go benchmarks (hot paths, -benchmem)")
+	r.p("")
+	if t == "" {
+		r.p("Not run (see raw/gobench.log).")
+		return
+	}
+	allocs := map[string]string{}
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(t))
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "pkg:") || strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "--- FAIL") {
+			lines = append(lines, l)
+		}
+		if strings.HasPrefix(l, "Benchmark") {
+			fs := strings.Fields(l)
+			for i := 1; i < len(fs); i++ {
+				if fs[i] == "allocs/op" {
+					allocs[strings.Split(fs[0], "-")[0]] = fs[i-1]
+				}
+			}
+		}
+	}
+	if a, ok := allocs["BenchmarkRelaySSEChunk"]; ok {
+		r.p("SSE passthrough, allocations per relayed chunk: openai adapter stream (Provider.Send + Stream.Next) **%s**; whole gateway handler (adapter, failover session, SSE encoder, write+flush) **%s**; whole request through the handler: %s allocs non-streaming 200 B, %s streaming 64 chunks.",
+			a, orDash(allocs["BenchmarkServerStreamChunk"]), orDash(allocs["BenchmarkServerChat/nonstream_200B"]), orDash(allocs["BenchmarkServerChat/stream_64chunks"]))
+		r.p("")
+	}
+	r.p("Raw: `raw/gobench.txt` (command in its first line).")
+	r.p("")
+	r.p("```")
+	for _, l := range lines {
+		r.p("%s", l)
+	}
+	r.p("```")
+}
+
+func (r *reporter) profiles() {
+	r.p("")
+	r.p("## CPU profiles (top of `go tool pprof -top`)")
+	for _, p := range []struct{ file, title string }{
+		{"pprof_gateway_saturation.txt", "gateway process under constant load at its saturation rate (gwprof: the same app.RunLocal plus a loopback pprof listener)"},
+		{"pprof_server_bench.txt", "BenchmarkServerChat (go test -cpuprofile)"},
+		{"cold_inittrace.txt", "package init at start-up (GODEBUG=inittrace=1), slowest first"},
+	} {
+		t := r.text(p.file)
+		r.p("")
+		r.p("%s — `raw/%s`:", p.title, p.file)
+		r.p("")
+		if t == "" {
+			r.p("not produced in this run.")
+			continue
+		}
+		ls := strings.Split(t, "\n")
+		r.p("```")
+		for i, l := range ls {
+			if i >= 22 {
+				break
+			}
+			r.p("%s", l)
+		}
+		r.p("```")
+	}
+}
+
+func (r *reporter) method() {
+	r.p("")
+	r.p("## How it is measured")
+	r.p("")
+	for _, s := range []string{
+		"Everything runs on 127.0.0.1 in one run of `scripts/bench.sh`: the mock upstream (`scripts/bench/mockupstream`, pkg/fakellm's Handler, keep-alive on), the floor proxies (`scripts/bench/floorproxy`: `httputil.ReverseProxy` and a raw TCP relay that io.Copy's both ways, i.e. splice(2)), the gateway binary built from `functions/gateway` (local mode, one route `bench` whose only target is an `openai`-kind provider at the mock), and the load generator (`scripts/bench/loadgen`).",
+		"Non-streaming load is generated by vegeta v12 used as a library. Latency at concurrency 1 is vegeta at rate 0 with one worker (a closed loop); the four paths are interleaved round by round so that a noisy neighbour hits all of them alike; percentiles are exact (nearest rank over every sample), not vegeta's estimates.",
+		"Saturation: for each path, constant-rate vegeta steps, doubling from the start rate, then bisecting to within 5%; a step passes with zero errors, p99 under the limit and at least 95% of the rate achieved; a failing step is repeated once before it is believed (the machine is shared). The load generator and the mock share the 2 cores with the proxy, so the figure is the system's, and it is the same for every path. CPU per request is utime+stime of the proxy process from /proc/<pid>/stat (10 ms ticks) over the step.",
+		"Streaming figures come from loadgen's own SSE client (vegeta does not read SSE frames): concurrent streams, bounded count and time, each frame timestamped when its blank line is read. The first data frame is the role chunk (the gateway holds it until the first content chunk, which the mock sends right after).",
+		"Memory: fresh proxy processes, one warm-up request, idle RSS read, then N streams opened against a slow mock and held; per stream = (VmHWM - idle VmRSS) / N from /proc/<pid>/status.",
+		"Cold start: a bounded Go loop starts the binary N times and times exec -> first 200 on GET /healthz (the floor proxies answer it through the mock); hyperfine runs the same probe as a cross-check.",
+		"Failover: a second gateway with routes whose primary is a loopback port with nothing listening (attempts: 1; `breaker: closed` for the refused case so every request really dials it; automatic breaker warmed until open for the breaker case, cooldown 10m). Attempts 1 isolates the failover mechanics: with the default 2 attempts a full-jitter backoff (mean 50 ms at backoff_base 100ms) would be added, bounded by the retry budget.",
+		"The ReverseProxy floor reads the request body fully before forwarding (like the gateway): a streaming request body makes ReverseProxy cut a few streamed responses under load (golang/go#40747).",
+		"The gateway writes its JSON request log line to a file (stderr redirected), as a deployment would; that cost is included.",
+	} {
+		r.p("- %s", s)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func cmdOut(name string, args ...string) string {
+	b, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func lscpuModel() string {
+	for _, l := range strings.Split(cmdOut("lscpu"), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "MemTotal:") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return fmt.Sprintf("%.1f GiB", kb/(1<<20))
+			}
+		}
+	}
+	return ""
+}
