@@ -92,7 +92,7 @@ type SharedBreaker struct {
 	mu      sync.Mutex
 	targets map[string]*target
 
-	bg sync.WaitGroup // background syncs, for tests and Close
+	bg tracker // background syncs, for Flush and tests
 }
 
 var (
@@ -390,7 +390,10 @@ func (b *SharedBreaker) readState(blocking bool, id string) (shared, error) {
 		sh = decodeShared(it, found)
 		return err
 	})
-	return sh, err
+	if err != nil {
+		return shared{}, err // a timed-out call may still be writing sh
+	}
+	return sh, nil
 }
 
 // putState writes a transition conditioned on the state it replaces.
@@ -401,8 +404,11 @@ func (b *SharedBreaker) putState(blocking bool, id string, next shared, expires 
 		out, err = b.st.Put(ctx, next.item(id, expires), base.cond())
 		return err
 	})
+	if err != nil {
+		return shared{}, err // a timed-out call may still be writing out
+	}
 	next.found, next.ver = true, out.Version
-	return next, err
+	return next, nil
 }
 
 // installLocked makes sh the known store state as of now. seq is t.seq
@@ -410,7 +416,7 @@ func (b *SharedBreaker) putState(blocking bool, id string, next shared, expires 
 // since, sh replaces it only if it is a later version, so a slow read never
 // undoes a newer transition.
 func (b *SharedBreaker) installLocked(t *target, sh shared, now time.Time, seq uint64) bool {
-	if t.seq != seq && t.sh.found && (!sh.found || sh.ver <= t.sh.ver) {
+	if t.seq != seq && t.sh.found && (!sh.found || sh.ver < t.sh.ver) {
 		return false
 	}
 	if sh.open != t.sh.open || !sh.openUntil.Equal(t.sh.openUntil) {
@@ -778,7 +784,8 @@ func (b *SharedBreaker) syncOnce(t *target) {
 	t.mu.Lock()
 	p := t.pending
 	s := b.bucket(t.sh.epoch, start)
-	confirmed := t.known && start.Sub(t.confirmedAt) < b.opt.CacheTTL
+	age := start.Sub(t.confirmedAt)
+	confirmed := t.known && age < b.opt.CacheTTL
 	needGet := !t.known || start.Sub(t.verifiedAt) >= b.opt.VerifyInterval
 	seq := t.seq
 	t.mu.Unlock()
@@ -841,7 +848,7 @@ func (b *SharedBreaker) syncOnce(t *target) {
 				t.mu.Unlock()
 			}
 		}
-	} else if !confirmed || start.Sub(t.confirmedAt) >= b.opt.FlushInterval {
+	} else if !confirmed || age >= b.opt.FlushInterval {
 		needGet = true // nothing to flush: refresh ahead of expiry
 	}
 

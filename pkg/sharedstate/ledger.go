@@ -98,7 +98,7 @@ type Ledger struct {
 	keys    map[string][]keys.Key // provider -> keys by priority
 	entries map[entryID]*keyEntry
 
-	bg sync.WaitGroup // background refreshes and writes
+	bg tracker // background refreshes and writes
 }
 
 var _ keys.Picker = (*Ledger)(nil)

@@ -107,13 +107,14 @@ func testBlockingStore(t *testing.T, e *env) {
 	if budget, ok := f.maxBudget(); !ok || budget > timeout {
 		t.Fatalf("a store call got a budget of %v (deadline set: %v); want <= %v", budget, ok, timeout)
 	}
-	// While the store is known to be failing, requests do not wait on it.
-	before := f.calls.Load()
+	// While the store is known to be failing, requests do not wait on it
+	// (background refreshes keep trying; they delay no request).
+	ba, bl := a.call.blockingRuns.Load(), l.call.blockingRuns.Load()
 	for i := 0; i < 50; i++ {
 		run(a, "p/other", breaker.Success)
 		l.Pick("openai", "gpt-other")
 	}
-	if n := f.calls.Load() - before; n != 0 {
+	if n := a.call.blockingRuns.Load() - ba + l.call.blockingRuns.Load() - bl; n != 0 {
 		t.Fatalf("%d store calls on the request path while the store was down", n)
 	}
 }

@@ -52,8 +52,9 @@ type caller struct {
 	mu        sync.Mutex
 	downUntil time.Time // sync calls are skipped until then
 
-	stuck atomic.Int32 // calls still running past their deadline
-	calls atomic.Int64 // calls issued to the store (for tests)
+	stuck        atomic.Int32 // calls still running past their deadline
+	calls        atomic.Int64 // calls issued to the store
+	blockingRuns atomic.Int64 // of which made on a request's path
 }
 
 func newCaller(component string, timeout, retry, logEvery time.Duration, now func() time.Time, log *slog.Logger) *caller {
@@ -94,6 +95,9 @@ func (c *caller) do(blocking bool, op string, fn func(ctx context.Context) error
 	ctx, cancel := c.newCtx()
 	defer cancel()
 	c.calls.Add(1)
+	if blocking {
+		c.blockingRuns.Add(1)
+	}
 	res := make(chan error, 1)
 	go func() { res <- fn(ctx) }()
 	var err error
@@ -184,6 +188,40 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// tracker counts background goroutines. Unlike sync.WaitGroup, Add may
+// run concurrently with Wait (requests keep starting work while a caller
+// waits for the work started so far).
+type tracker struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+}
+
+// Add registers d goroutines.
+func (t *tracker) Add(d int) {
+	t.mu.Lock()
+	t.n += d
+	if t.n == 0 && t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// Done marks one goroutine finished.
+func (t *tracker) Done() { t.Add(-1) }
+
+// Wait waits until no goroutine is running.
+func (t *tracker) Wait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.n > 0 {
+		t.cond.Wait()
+	}
 }
 
 // discardLogger is used when no logger is given.
