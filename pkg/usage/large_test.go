@@ -45,6 +45,14 @@ func (h *heapProbe) Query(ctx context.Context, pk, from, to string, fn func(stor
 	})
 }
 
+func largeRecord(day time.Time, i int) usage.Record {
+	return usage.Record{RequestID: fmt.Sprintf("req_%08d", i), Time: day.Add(time.Duration(i) * time.Second), Team: "big",
+		Route: fmt.Sprintf("route-%d", i%300), Tag: fmt.Sprintf("tag-%d", i%7), Outcome: "ok", Status: 200,
+		Target: "openai/gpt-4.1-mini", Provider: "openai", InputTokens: 100 + i%50, OutputTokens: 20, CostUSD: 0.000123,
+		Attempts: []failover.Attempt{{Target: "openai/gpt-4.1-mini", Status: 503, Category: "overloaded", LatencyM: 3},
+			{Target: "azure/gpt-4.1-mini", Status: 200, LatencyM: 40}}}
+}
+
 // TestRollupStreamsALargeDay rolls up 50,000 records of one team-day on the
 // embedded store and checks that the live heap does not grow with them (the
 // records alone are about 30 MB decoded).
@@ -61,17 +69,29 @@ func TestRollupStreamsALargeDay(t *testing.T) {
 	day := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	var wantIn, wantNano int64
 	start := time.Now()
-	for i := 0; i < largeDay; i++ {
-		r := usage.Record{RequestID: fmt.Sprintf("req_%08d", i), Time: day.Add(time.Duration(i) * time.Second), Team: "big",
-			Route: fmt.Sprintf("route-%d", i%300), Tag: fmt.Sprintf("tag-%d", i%7), Outcome: "ok", Status: 200,
-			Target: "openai/gpt-4.1-mini", Provider: "openai", InputTokens: 100 + i%50, OutputTokens: 20, CostUSD: 0.000123,
-			Attempts: []failover.Attempt{{Target: "openai/gpt-4.1-mini", Status: 503, Category: "overloaded", LatencyM: 3},
-				{Target: "azure/gpt-4.1-mini", Status: 200, LatencyM: 40}}}
-		data, _ := json.Marshal(&r)
-		// Straight to the store: the recorder's path is tested elsewhere.
-		if _, err := s.Put(ctxT(t), store.Item{Key: store.UsageKey("big", r.Time, r.RequestID), Data: data}, store.IfAbsent()); err != nil {
+	const writers = 4
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func() {
+			for i := w; i < largeDay; i += writers {
+				r := largeRecord(day, i)
+				data, _ := json.Marshal(&r)
+				// Straight to the store: the recorder's path is tested elsewhere.
+				if _, err := s.Put(context.Background(), store.Item{Key: store.UsageKey("big", r.Time, r.RequestID), Data: data}, store.IfAbsent()); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := 0; i < largeDay; i++ {
+		r := largeRecord(day, i)
 		wantIn += int64(r.InputTokens)
 		wantNano += usage.NanoUSD(r.CostUSD)
 	}
