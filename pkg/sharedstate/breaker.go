@@ -214,6 +214,8 @@ type target struct {
 	confirmedAt time.Time     // sh known current as of then
 	verifiedAt  time.Time     // last read of the state item
 	lastSync    time.Time     // last background sync started
+	lastFlush   time.Time     // last window flush started
+	urgent      bool          // flush at the next sync whatever the interval
 	busy        bool          // a request's store read or a background sync is running
 	loading     chan struct{} // closed when the request-path read in flight ends
 	again       bool          // run the background sync once more
@@ -750,6 +752,9 @@ func (b *SharedBreaker) maybeSyncLocked(t *target, now time.Time, urgent bool) {
 	if !urgent && !due {
 		return
 	}
+	if urgent {
+		t.urgent = true
+	}
 	if t.busy {
 		if urgent {
 			t.again = true
@@ -783,6 +788,12 @@ func (b *SharedBreaker) syncOnce(t *target) {
 	start := b.now()
 	t.mu.Lock()
 	p := t.pending
+	if !t.urgent && start.Sub(t.lastFlush) < b.opt.FlushInterval {
+		p = counts{} // flushed recently: this sync only refreshes
+	}
+	if p.total > 0 {
+		t.urgent, t.lastFlush = false, start
+	}
 	s := b.bucket(t.sh.epoch, start)
 	age := start.Sub(t.confirmedAt)
 	confirmed := t.known && age < b.opt.CacheTTL
@@ -976,7 +987,7 @@ func (b *SharedBreaker) Flush() {
 			t.mu.Unlock()
 			continue
 		}
-		t.busy = true
+		t.busy, t.urgent = true, true
 		t.mu.Unlock()
 		b.syncOnce(t)
 		t.mu.Lock()

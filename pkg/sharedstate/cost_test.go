@@ -152,6 +152,19 @@ func TestStoreCallsPerRequest(t *testing.T) {
 				t.Errorf("%d writes in %v: more than one flush per second", w-w0, 1000*step)
 			}
 		}},
+		{"FlushIntervalBoundsWritesWhateverTheCacheTTL", func(t *testing.T, e *env) {
+			cs := &countingStore{Store: e.st}
+			br := e.newBreaker(cs, testSettings(), BreakerOptions{CacheTTL: 500 * time.Millisecond, FlushInterval: 2 * time.Second})
+			_, w0 := cs.snapshot()
+			for i := 0; i < 1000; i++ { // 20s
+				e.advance(step)
+				run(br, "openai/primary", breaker.Success)
+				settle(br)
+			}
+			if _, w := cs.snapshot(); w-w0 > 11 {
+				t.Errorf("%d writes in 20s with a 2s flush interval", w-w0)
+			}
+		}},
 		{"Failover", func(t *testing.T, e *env) {
 			g := newGatewayState(e.st, e.now)
 			t.Cleanup(g.settle)
