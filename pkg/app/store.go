@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
+)
+
+// StoreOptions chooses the state store.
+type StoreOptions struct {
+	// Kind is "embedded" (default: a bbolt file, no AWS) or "dynamodb".
+	Kind string
+	// StatePath is the embedded store's file (default .llmgw/state.db).
+	StatePath string
+	// Table is the DynamoDB table (default llmgw, or LLMGW_TABLE).
+	Table string
+	// CreateTable creates a missing DynamoDB table (local mode only: in AWS
+	// the stack owns the table).
+	CreateTable bool
+}
+
+// DefaultStatePath is where local runs keep their embedded store.
+const DefaultStatePath = ".llmgw/state.db"
+
+// OpenStore opens the configured store. DynamoDB loads AWS config the
+// standard way (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, the credential chain).
+func OpenStore(ctx context.Context, o StoreOptions) (store.Store, string, error) {
+	switch o.Kind {
+	case "", "embedded":
+		path := o.StatePath
+		if path == "" {
+			path = DefaultStatePath
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, "", err
+		}
+		s, err := embedded.Open(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("embedded store %s: %w (is another gateway or command using it?)", path, err)
+		}
+		return s, "embedded:" + path, nil
+	case "dynamodb":
+		table := o.Table
+		if table == "" {
+			table = os.Getenv("LLMGW_TABLE")
+		}
+		if table == "" {
+			table = "llmgw"
+		}
+		client, err := dynamo.LoadClient(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("dynamodb: %w", err)
+		}
+		s := dynamo.New(client, table)
+		if o.CreateTable {
+			if err := s.EnsureTable(ctx); err != nil {
+				return nil, "", fmt.Errorf("dynamodb table %s: %w", table, err)
+			}
+		}
+		return s, "dynamodb:" + table, nil
+	}
+	return nil, "", fmt.Errorf("-store %q: want embedded or dynamodb", o.Kind)
+}
