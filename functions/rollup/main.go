@@ -1,0 +1,207 @@
+// Command rollup aggregates usage records into per-team per-day rollups
+// (package usage, Roller).
+//
+// Locally:
+//
+//	go run ./functions/rollup -from 2026-11-01 -to 2026-11-30             # embedded store, ./llmgw-state.db
+//	go run ./functions/rollup -state FILE -config gateway.yaml            # yesterday and today
+//	go run ./functions/rollup -store dynamodb -table T -mode daily
+//
+// On Lambda (AWS_LAMBDA_RUNTIME_API set) it serves EventBridge schedules.
+// The event is either the rule's constant input, {"mode":"hourly"} or
+// {"mode":"daily"} (what the stack's rules send), or a plain scheduled-event
+// envelope ({"detail-type":"Scheduled Event","resources":[rule ARN],...}),
+// whose mode is taken from the rule's name ("daily" in it: daily, else
+// hourly) and whose "time" is the run's clock. Hourly recomputes today and
+// yesterday; daily (the close) the two days before today. The table is
+// $LLMGW_TABLE; the config comes from loadConfig.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/usage/usagecli"
+)
+
+// loadConfig is THE place the rollup gets its config from (teams to roll
+// up, usage.ttl): $LLMGW_CONFIG_FILE, else the SSM path $LLMGW_CONFIG_PATH
+// (pkg/ssmconfig), else the demo config.
+func loadConfig(ctx context.Context, path string) (*config.Config, error) {
+	return usagecli.LoadConfig(ctx, path)
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		lambda.Start(lambdaHandler(log))
+		return
+	}
+	if err := runLocal(context.Background(), os.Args[1:], log); err != nil {
+		fmt.Fprintln(os.Stderr, "rollup:", err)
+		os.Exit(1)
+	}
+}
+
+func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
+	fs := flag.NewFlagSet("rollup", flag.ContinueOnError)
+	var sf usagecli.StoreFlags
+	sf.Register(fs)
+	cfgPath := fs.String("config", "", "gateway config file (its teams are rolled up); default $LLMGW_CONFIG_FILE, $LLMGW_CONFIG_PATH (SSM) or the demo config")
+	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: yesterday)")
+	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
+	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(ctx, *cfgPath)
+	if err != nil {
+		return err
+	}
+	st, err := sf.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r := usage.NewRoller(st, func() *config.Config { return cfg })
+	r.Log = log
+	now := time.Now()
+	var lo, hi time.Time
+	if *mode != "" {
+		if lo, hi, err = usage.Mode(*mode).Window(now); err != nil {
+			return err
+		}
+	} else {
+		lo, hi, err = dayRange(*from, *to, now)
+		if err != nil {
+			return err
+		}
+	}
+	sum, err := r.Run(ctx, lo, hi)
+	out, _ := json.MarshalIndent(sum, "", "  ")
+	fmt.Println(string(out))
+	return err
+}
+
+func dayRange(from, to string, now time.Time) (lo, hi time.Time, err error) {
+	if from == "" {
+		from = "yesterday"
+	}
+	if to == "" {
+		to = "today"
+	}
+	if lo, err = usagecli.ParseDay(from, now); err != nil {
+		return lo, hi, fmt.Errorf("-from: %w", err)
+	}
+	if hi, err = usagecli.ParseDay(to, now); err != nil {
+		return lo, hi, fmt.Errorf("-to: %w", err)
+	}
+	if hi.Before(lo) {
+		return lo, hi, fmt.Errorf("-to %s is before -from %s", store.Day(hi), store.Day(lo))
+	}
+	return lo, hi, nil
+}
+
+// event is what EventBridge delivers: the rule's constant input (mode), or
+// the scheduled-event envelope (time, resources, detail).
+type event struct {
+	Mode       string          `json:"mode"`
+	DetailType string          `json:"detail-type"`
+	Time       time.Time       `json:"time"`
+	Resources  []string        `json:"resources"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// parseEvent returns the mode and the reference time of a scheduled run.
+func parseEvent(raw json.RawMessage, now time.Time) (usage.Mode, time.Time, error) {
+	var ev event
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return "", now, fmt.Errorf("rollup: event is not a JSON object: %w", err)
+		}
+	}
+	at := now
+	if !ev.Time.IsZero() {
+		at = ev.Time
+	}
+	if ev.Mode == "" && len(ev.Detail) > 0 {
+		var d struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(ev.Detail, &d)
+		ev.Mode = d.Mode
+	}
+	if ev.Mode == "" {
+		ev.Mode = string(usage.Hourly)
+		for _, r := range ev.Resources {
+			if name := r[strings.LastIndex(r, "/")+1:]; strings.Contains(strings.ToLower(name), "daily") {
+				ev.Mode = string(usage.Daily)
+			}
+		}
+	}
+	m := usage.Mode(strings.ToLower(ev.Mode))
+	if _, _, err := m.Window(at); err != nil {
+		return "", at, err
+	}
+	return m, at, nil
+}
+
+// lambdaHandler runs one scheduled rollup per invocation. A failed run
+// returns its error (EventBridge retries the async invocation) and emits
+// the RollupFailures metric that the stack alarms on.
+func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
+	emf := &metrics.EMF{W: os.Stdout, Stage: os.Getenv("LLMGW_STAGE")}
+	var st store.Store
+	return func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
+		sum, err := func() (usage.RunSummary, error) {
+			mode, at, err := parseEvent(raw, time.Now())
+			if err != nil {
+				return usage.RunSummary{}, err
+			}
+			cfg, err := loadConfig(ctx, "")
+			if err != nil {
+				return usage.RunSummary{}, err
+			}
+			if st == nil {
+				table := os.Getenv(usagecli.EnvTable)
+				if table == "" {
+					return usage.RunSummary{}, errors.New("rollup: LLMGW_TABLE is not set")
+				}
+				client, err := dynamo.LoadClient(ctx)
+				if err != nil {
+					return usage.RunSummary{}, err
+				}
+				st = dynamo.New(client, table)
+			}
+			r := usage.NewRoller(st, func() *config.Config { return cfg })
+			r.Log = log
+			if d, ok := ctx.Deadline(); ok {
+				r.QueryTimeout = max(time.Until(d)-5*time.Second, time.Second)
+			}
+			from, to, _ := mode.Window(at)
+			log.Info("rollup", slog.String("mode", string(mode)), slog.String("from", store.Day(from)), slog.String("to", store.Day(to)))
+			return r.Run(ctx, from, to)
+		}()
+		if err != nil {
+			emf.Count("RollupFailures", float64(max(sum.Failed, 1)))
+			log.Error("rollup failed", slog.Any("error", err), slog.Any("summary", sum))
+			return sum, err
+		}
+		log.Info("rollup done", slog.Any("summary", sum))
+		return sum, nil
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
+	"github.com/llmgw/llmgw/pkg/usage"
+)
+
+func readEvent(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseEventBothShapes(t *testing.T) {
+	now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		raw      json.RawMessage
+		mode     usage.Mode
+		from, to string
+	}{
+		// The scheduled-event envelope (a rule without constant input):
+		// mode from the rule's name, clock from the event's time.
+		{"hourly envelope", readEvent(t, "scheduled-hourly.json"), usage.Hourly, "2026-11-02", "2026-11-03"},
+		{"daily envelope", readEvent(t, "scheduled-daily.json"), usage.Daily, "2026-11-29", "2026-11-30"},
+		// The rule's constant input (what the stack's rules send).
+		{"constant hourly", json.RawMessage(`{"mode":"hourly"}`), usage.Hourly, "2026-11-19", "2026-11-20"},
+		{"constant daily", json.RawMessage(`{"mode":"daily"}`), usage.Daily, "2026-11-18", "2026-11-19"},
+		{"input transformer detail", json.RawMessage(`{"detail-type":"Scheduled Event","detail":{"mode":"daily"}}`), usage.Daily, "2026-11-18", "2026-11-19"},
+		{"empty event", json.RawMessage(`null`), usage.Hourly, "2026-11-19", "2026-11-20"},
+	}
+	for _, c := range cases {
+		m, at, err := parseEvent(c.raw, now)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		from, to, _ := m.Window(at)
+		if m != c.mode || store.Day(from) != c.from || store.Day(to) != c.to {
+			t.Errorf("%s: %s %s..%s, want %s %s..%s", c.name, m, store.Day(from), store.Day(to), c.mode, c.from, c.to)
+		}
+	}
+	for _, bad := range []string{`{"mode":"weekly"}`, `[1,2]`, `"hourly"`} {
+		if _, _, err := parseEvent(json.RawMessage(bad), now); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+const testConfig = `
+providers: {a: {kind: fake}}
+routes: {m: {targets: [{provider: a, model: x}]}}
+teams:
+  search: {}
+  ads: {}
+`
+
+func writeRecords(t *testing.T, s store.Putter, cfg *config.Config, days ...time.Time) {
+	t.Helper()
+	rec := usage.NewRecorder(s, func() *config.Config { return cfg }, nil)
+	for i, d := range days {
+		for _, team := range []string{"search", "ads", ""} {
+			r := &usage.Record{RequestID: "req_" + team + d.Format("0102") + string(rune('a'+i)), Time: d.Add(time.Hour), Team: team,
+				Outcome: "ok", InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}
+			if err := rec.Write(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestLocalRunOnTheEmbeddedFile(t *testing.T) {
+	dir := t.TempDir()
+	state, cfgFile := filepath.Join(dir, "state.db"), filepath.Join(dir, "gw.yaml")
+	if err := os.WriteFile(cfgFile, []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(testConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := embedded.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	writeRecords(t, s, cfg, d1, d1.AddDate(0, 0, 1), d1.AddDate(0, 0, 5))
+	s.Close()
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := runLocal(context.Background(), []string{"-state", state, "-config", cfgFile, "-from", "2026-11-01", "-to", "2026-11-30"}, log); err != nil {
+		t.Fatal(err)
+	}
+	s, err = embedded.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := usage.BuildReport(context.Background(), s, []string{"search", "ads", config.AnonymousTeam}, d1, d1.AddDate(0, 0, 29), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Teams) != 3 || rep.Total.Requests != 9 || rep.Total.CostUSD != 4.5 || len(rep.Teams[0].Days) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	if err := runLocal(context.Background(), []string{"-state", filepath.Join(dir, "nope.db")}, log); err == nil {
+		t.Fatal("a missing state file must be an error, not an empty store")
+	}
+	if err := runLocal(context.Background(), []string{"-state", state, "-from", "2026-11-05", "-to", "2026-11-01"}, log); err == nil {
+		t.Fatal("reversed range accepted")
+	}
+}
+
+// TestLambdaHandlerOnDynamoDB runs the Lambda handler against dynalite
+// with the hourly event file: yesterday and today (of the event's time)
+// are rolled up.
+func TestLambdaHandlerOnDynamoDB(t *testing.T) {
+	endpoint := storetest.StartDynalite(t)
+	table := storetest.UniqueTableName(t)
+	s := dynamo.New(storetest.DynaliteClient(endpoint), table)
+	if err := s.EnsureTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(cfgFile, []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"LLMGW_TABLE": table, "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake", "LLMGW_CONFIG_FILE": cfgFile, "LLMGW_CONFIG_PATH": "",
+		"AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
+		t.Setenv(k, v)
+	}
+	cfg, _ := config.Parse([]byte(testConfig))
+	d2 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	writeRecords(t, s, cfg, d2.AddDate(0, 0, -1), d2, d2.AddDate(0, 0, 1))
+
+	h := lambdaHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sum, err := h(context.Background(), readEvent(t, "scheduled-hourly.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.From != "2026-11-02" || sum.To != "2026-11-03" || sum.Written != 6 || sum.Records != 6 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if _, err := h(context.Background(), json.RawMessage(`{"mode":"monthly"}`)); err == nil {
+		t.Fatal("bad mode accepted")
+	}
+}

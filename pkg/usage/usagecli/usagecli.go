@@ -1,0 +1,121 @@
+// Package usagecli is the shared plumbing of the usage commands
+// (functions/rollup, scripts/costs): store flags (-state FILE for the
+// embedded bbolt file shared with a local gateway, -store dynamodb with
+// -table), config loading, and date flags.
+package usagecli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/ssmconfig"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
+)
+
+// Environment variables read by the usage commands (the same as the
+// gateway's).
+const (
+	EnvTable      = "LLMGW_TABLE"       // DynamoDB table name
+	EnvConfigFile = "LLMGW_CONFIG_FILE" // a config file
+	EnvConfigPath = "LLMGW_CONFIG_PATH" // an SSM parameter path holding the config
+)
+
+// DefaultStateFile is the embedded store file used when -state is not
+// given; run the gateway with the same -state to share it.
+const DefaultStateFile = "llmgw-state.db"
+
+// StoreFlags select the store: the embedded bbolt file (default) or a
+// DynamoDB table.
+type StoreFlags struct {
+	Kind  string // "embedded" or "dynamodb"
+	State string // bbolt file, for embedded
+	Table string // table name, for dynamodb
+}
+
+// Register adds -store, -state and -table to fs.
+func (f *StoreFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Kind, "store", "embedded", "store backend: embedded (a local bbolt file, see -state) or dynamodb (see -table)")
+	fs.StringVar(&f.State, "state", DefaultStateFile, "embedded store file, shared with a local gateway run with the same -state")
+	fs.StringVar(&f.Table, "table", os.Getenv(EnvTable), "DynamoDB table (default $"+EnvTable+"); the AWS SDK's usual environment applies (AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, ...)")
+}
+
+// Open opens the selected store.
+func (f *StoreFlags) Open(ctx context.Context) (store.Store, error) {
+	switch f.Kind {
+	case "", "embedded":
+		if _, err := os.Stat(f.State); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no store file %s: run the gateway with -state %s first, or pass -state FILE", f.State, f.State)
+		}
+		s, err := embedded.Open(f.State)
+		if err != nil {
+			return nil, fmt.Errorf("%w (a running gateway holds the file: stop it, or read usage through it with -url)", err)
+		}
+		return s, nil
+	case "dynamodb":
+		if f.Table == "" {
+			return nil, fmt.Errorf("-store dynamodb needs -table or $%s", EnvTable)
+		}
+		client, err := dynamo.LoadClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return dynamo.New(client, f.Table), nil
+	}
+	return nil, fmt.Errorf("-store %q: want embedded or dynamodb", f.Kind)
+}
+
+// LoadConfig loads the gateway config: the file path when set, else the
+// file in $LLMGW_CONFIG_FILE, else the SSM path in $LLMGW_CONFIG_PATH, else
+// the built-in demo config (no teams: only "anonymous" usage).
+func LoadConfig(ctx context.Context, path string) (*config.Config, error) {
+	if path == "" {
+		path = os.Getenv(EnvConfigFile)
+	}
+	if path != "" {
+		return config.LoadFile(path)
+	}
+	if p := os.Getenv(EnvConfigPath); p != "" {
+		return LoadSSMConfig(ctx, p)
+	}
+	return config.Demo(), nil
+}
+
+// LoadSSMConfig reads the config from SSM Parameter Store under path
+// (package ssmconfig: every parameter under it, merged in name order).
+func LoadSSMConfig(ctx context.Context, path string) (*config.Config, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: path}
+	cfg, _, err := l.Load(ctx)
+	return cfg, err
+}
+
+// ParseDay parses a YYYY-MM-DD UTC day; "today" and "yesterday" are
+// relative to now.
+func ParseDay(s string, now time.Time) (time.Time, error) {
+	today := now.UTC().Truncate(24 * time.Hour)
+	switch strings.ToLower(s) {
+	case "today":
+		return today, nil
+	case "yesterday":
+		return today.AddDate(0, 0, -1), nil
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a day YYYY-MM-DD", s)
+	}
+	return t, nil
+}
