@@ -305,3 +305,45 @@ routes:
 		t.Errorf("Authorization sent without a key: %q", v)
 	}
 }
+
+// TestOpenAIPassthroughCarriesEveryFeature proves the openai column of the
+// semantics matrix: each feature's bytes reach an OpenAI-compatible
+// upstream unchanged (only the model is rewritten).
+func TestOpenAIPassthroughCarriesEveryFeature(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	g := newGateway(t, oneRoute("", up.URL))
+	features := map[string]string{
+		"system":            `"messages":[{"role":"system","content":"be brief"},{"role":"developer","content":"really"},{"role":"user","content":"hi"}]`,
+		"multi_turn":        `"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`,
+		"images":            `"messages":[{"role":"user","content":[{"type":"text","text":"what is this"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"low"}},{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]`,
+		"tools":             `"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}}},"strict":true}}]`,
+		"forced_tool":       `"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}`,
+		"parallel_tools":    `"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"parallel_tool_calls":true`,
+		"tool_results":      `"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"call_1","content":"42"}]`,
+		"json_object":       `"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}`,
+		"json_schema":       `"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","strict":true,"schema":{"type":"object"}}}`,
+		"stop":              `"messages":[{"role":"user","content":"x"}],"stop":["END","STOP"]`,
+		"max_tokens":        `"messages":[{"role":"user","content":"x"}],"max_tokens":50,"max_completion_tokens":60`,
+		"temperature_top_p": `"messages":[{"role":"user","content":"x"}],"temperature":0.3,"top_p":0.8`,
+		"cache_control":     `"messages":[{"role":"user","content":[{"type":"text","text":"long doc","cache_control":{"type":"ephemeral"}}]}]`,
+		"n":                 `"messages":[{"role":"user","content":"x"}],"n":3`,
+		"logprobs":          `"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":5`,
+		"audio":             `"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGR","format":"wav"}}]}],"modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"}`,
+	}
+	i := 0
+	for name, f := range features {
+		t.Run(name, func(t *testing.T) {
+			body := `{"model":"m",` + f + `}`
+			resp := g.post(t, body)
+			readAll(t, resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			want := strings.Replace(body, `"model":"m"`, `"model":"up-model-0"`, 1)
+			if got := string(up.body(i)); got != want {
+				t.Errorf("upstream got\n%s\nwant\n%s", got, want)
+			}
+			i++
+		})
+	}
+}
