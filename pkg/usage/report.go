@@ -139,9 +139,23 @@ func mergeTotals(dst, src map[string]*Totals) map[string]*Totals {
 // it, also by cost.
 func (rep *Report) WriteTable(w io.Writer, detail bool) error {
 	fmt.Fprintf(w, "Usage and cost per team, %s to %s (UTC days, from the rollups)\n\n", rep.From, rep.To)
+	// Names are padded here so they read left-aligned; numbers align right.
+	width := len("TOTAL")
+	for _, tr := range rep.Teams {
+		width = max(width, len(tr.Team))
+		if detail {
+			for name := range tr.Routes {
+				width = max(width, len("  route ")+len(name))
+			}
+			for name := range tr.Tags {
+				width = max(width, len("  tag ")+len(name))
+			}
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TEAM\tREQUESTS\tERRORS\tFALLBACKS\tINPUT TOKENS\tOUTPUT TOKENS\tCACHED TOKENS\tCOST USD\tSHARE\t")
+	fmt.Fprintf(tw, "%-*s\tREQUESTS\tERRORS\tFALLBACKS\tINPUT TOKENS\tOUTPUT TOKENS\tCACHED TOKENS\tCOST USD\tSHARE\t\n", width, "TEAM")
 	row := func(name string, t Totals) {
+		name = fmt.Sprintf("%-*s", width, name)
 		share := "-"
 		if rep.Total.CostNanoUSD > 0 {
 			share = strconv.FormatFloat(100*float64(t.CostNanoUSD)/float64(rep.Total.CostNanoUSD), 'f', 1, 64) + "%"
