@@ -235,7 +235,7 @@ func (l *Ledger) hasHeadroom(hr headroom, obs, now time.Time) bool {
 			continue
 		}
 		min := l.opt.MinRemainingTokens
-		if Dimension(d) == Requests {
+		if dimension(d) == dimRequests {
 			min = l.opt.MinRemainingRequests
 		}
 		if lim.remaining > min {

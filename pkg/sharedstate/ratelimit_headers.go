@@ -9,28 +9,20 @@ import (
 	"github.com/llmgw/llmgw/pkg/keys"
 )
 
-// Dimension is one rate limit a provider reports headroom for.
-type Dimension int
+// dimension is one rate limit a provider reports headroom for.
+type dimension int
 
 // The dimensions read from rate-limit headers.
 const (
-	Requests     Dimension = iota // requests (OpenAI and Anthropic)
-	Tokens                        // tokens (OpenAI; Anthropic's combined limit)
-	InputTokens                   // Anthropic input tokens
-	OutputTokens                  // Anthropic output tokens
+	dimRequests     dimension = iota // requests (OpenAI and Anthropic)
+	dimTokens                        // tokens (OpenAI; Anthropic's combined limit)
+	dimInputTokens                   // Anthropic input tokens
+	dimOutputTokens                  // Anthropic output tokens
 	numDims
 )
 
 // dimNames are the dimensions' names in reports and attribute names.
 var dimNames = [numDims]string{"requests", "tokens", "input_tokens", "output_tokens"}
-
-// String names the dimension.
-func (d Dimension) String() string {
-	if d < 0 || d >= numDims {
-		return "dimension(" + strconv.Itoa(int(d)) + ")"
-	}
-	return dimNames[d]
-}
 
 // limit is the headroom of one dimension as last reported.
 type limit struct {
@@ -47,18 +39,18 @@ type headroom [numDims]limit
 // Groq or Azure) sends resets as durations ("1s", "6m0s"); Anthropic sends
 // RFC 3339 times.
 var headerNames = [numDims][]struct{ remaining, reset string }{
-	Requests: {
+	dimRequests: {
 		{"x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
 		{"anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"},
 	},
-	Tokens: {
+	dimTokens: {
 		{"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
 		{"anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"},
 	},
-	InputTokens: {
+	dimInputTokens: {
 		{"anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset"},
 	},
-	OutputTokens: {
+	dimOutputTokens: {
 		{"anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset"},
 	},
 }

@@ -12,8 +12,8 @@ func TestParseHeadroom(t *testing.T) {
 	hr, ok := parseHeadroom(hdr(
 		"x-ratelimit-remaining-requests", "59", "x-ratelimit-reset-requests", "1s",
 		"x-ratelimit-remaining-tokens", "149984", "x-ratelimit-reset-tokens", "6m0s"), now)
-	if !ok || hr[Requests] != (limit{true, 59, now.Add(time.Second)}) || hr[Tokens] != (limit{true, 149984, now.Add(6 * time.Minute)}) ||
-		hr[InputTokens].known || hr[OutputTokens].known {
+	if !ok || hr[dimRequests] != (limit{true, 59, now.Add(time.Second)}) || hr[dimTokens] != (limit{true, 149984, now.Add(6 * time.Minute)}) ||
+		hr[dimInputTokens].known || hr[dimOutputTokens].known {
 		t.Fatalf("OpenAI headers: %+v", hr)
 	}
 	reset := "2026-03-01T12:00:42Z"
@@ -22,8 +22,8 @@ func TestParseHeadroom(t *testing.T) {
 		"anthropic-ratelimit-input-tokens-remaining", "20000", "anthropic-ratelimit-input-tokens-reset", reset,
 		"anthropic-ratelimit-output-tokens-remaining", "0", "anthropic-ratelimit-output-tokens-reset", reset), now)
 	want := now.Add(42 * time.Second)
-	if !ok || hr[Requests] != (limit{true, 49, want}) || hr[InputTokens] != (limit{true, 20000, want}) ||
-		hr[OutputTokens] != (limit{true, 0, want}) || hr[Tokens].known {
+	if !ok || hr[dimRequests] != (limit{true, 49, want}) || hr[dimInputTokens] != (limit{true, 20000, want}) ||
+		hr[dimOutputTokens] != (limit{true, 0, want}) || hr[dimTokens].known {
 		t.Fatalf("Anthropic headers: %+v", hr)
 	}
 	if _, ok := parseHeadroom(hdr("x-ratelimit-remaining-requests", "lots"), now); ok {
