@@ -165,8 +165,10 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 		}
 		resolved[id] = ks
 	}
-	if h.pool != nil {
-		h.pool.SetKeys(resolved)
+	// Whatever picks keys learns the resolved set on every config change
+	// (the in-process pool, or a shared ledger).
+	if ks, ok := h.opts.Keys.(interface{ SetKeys(map[string][]keys.Key) }); ok {
+		ks.SetKeys(resolved)
 	}
 	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
 		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
