@@ -165,7 +165,7 @@ func (c *Config) prepareTeams() error {
 		at := "teams." + name
 		t := c.Teams[name]
 		if !plainName(name, "-_.") {
-			return fmt.Errorf("config: %s: team name %q must be 1-64 letters, digits, - _ or .", at, name)
+			return fmt.Errorf("config: %s: team name %q must be 1-64 letters, digits, '-', '_' or '.'", at, name)
 		}
 		if name == AnonymousTeam {
 			return fmt.Errorf("config: %s: %q is reserved for unauthenticated usage", at, name)
@@ -178,7 +178,7 @@ func (c *Config) prepareTeams() error {
 			k := &t.Keys[i]
 			kat := fmt.Sprintf("%s.keys[%d]", at, i)
 			if !plainName(k.ID, "-_.") {
-				return fmt.Errorf("config: %s.id: %q must be 1-64 letters, digits, - _ or .", kat, k.ID)
+				return fmt.Errorf("config: %s.id: %q must be 1-64 letters, digits, '-', '_' or '.'", kat, k.ID)
 			}
 			if ids[k.ID] {
 				return fmt.Errorf("config: %s.id: duplicate key id %q", kat, k.ID)

@@ -39,7 +39,7 @@ func run(args []string, out io.Writer) error {
 	}
 	for _, v := range []struct{ flag, val string }{{"-team", *team}, {"-id", *id}} {
 		if !plain(v.val) {
-			return fmt.Errorf("%s %q: use 1-64 letters, digits, - _ or .", v.flag, v.val)
+			return fmt.Errorf("%s %q: use 1-64 letters, digits, '-', '_' or '.'", v.flag, v.val)
 		}
 	}
 	key, sum, err := teams.NewKey()
