@@ -3,7 +3,7 @@
 //
 // Locally:
 //
-//	go run ./functions/rollup -from 2026-11-01 -to 2026-11-30             # embedded store, ./llmgw-state.db
+//	go run ./functions/rollup -from 2026-11-01 -to 2026-11-30             # embedded store, .llmgw/state.db
 //	go run ./functions/rollup -state FILE -config gateway.yaml            # yesterday and today
 //	go run ./functions/rollup -store dynamodb -table T -mode daily
 //

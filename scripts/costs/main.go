@@ -1,7 +1,7 @@
 // Command costs prints the per-team cost table for a date range, highest
 // cost first, from the usage rollups.
 //
-//	go run ./scripts/costs                                   # this month, ./llmgw-state.db
+//	go run ./scripts/costs                                   # this month, .llmgw/state.db
 //	go run ./scripts/costs -from 2026-11-01 -to 2026-11-30 -refresh -detail
 //	go run ./scripts/costs -store dynamodb -table llmgw-prod -config gw.yaml
 //	LLMGW_KEY=<admin key> go run ./scripts/costs -url http://127.0.0.1:8080 -refresh

@@ -32,8 +32,13 @@ const (
 )
 
 // DefaultStateFile is the embedded store file used when -state is not
-// given; run the gateway with the same -state to share it.
-const DefaultStateFile = "llmgw-state.db"
+// given: the local gateway's default (pkg/app.DefaultStatePath), so both
+// read and write the same file.
+const DefaultStateFile = ".llmgw/state.db"
+
+// DefaultTable is the DynamoDB table used when neither -table nor
+// $LLMGW_TABLE is set (the local gateway's default).
+const DefaultTable = "llmgw"
 
 // StoreFlags select the store: the embedded bbolt file (default) or a
 // DynamoDB table.
@@ -47,7 +52,11 @@ type StoreFlags struct {
 func (f *StoreFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Kind, "store", "embedded", "store backend: embedded (a local bbolt file, see -state) or dynamodb (see -table)")
 	fs.StringVar(&f.State, "state", DefaultStateFile, "embedded store file, shared with a local gateway run with the same -state")
-	fs.StringVar(&f.Table, "table", os.Getenv(EnvTable), "DynamoDB table (default $"+EnvTable+"); the AWS SDK's usual environment applies (AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, ...)")
+	table := os.Getenv(EnvTable)
+	if table == "" {
+		table = DefaultTable
+	}
+	fs.StringVar(&f.Table, "table", table, "DynamoDB table (default $"+EnvTable+", else "+DefaultTable+"); the AWS SDK's usual environment applies (AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, ...)")
 }
 
 // Open opens the selected store.
