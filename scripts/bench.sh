@@ -183,7 +183,7 @@ start_paths() {
 
 if [ -n "$SMOKE" ]; then
 	LAT=(-rounds 1 -n 20 -warmup 5)
-	SAT=(-step 300ms -max-steps 2 -start-rate 200 -retry=false -warm 200ms -settle 50ms)
+	SAT=(-step 300ms -max-steps 2 -start-rate 200 -tries 1 -warm 200ms -settle 50ms)
 	STREAM_MOCK=(-chunks 8 -chunk-gap 5ms)
 	STREAM=(-c 2 -n 2 -rounds 1)
 	HOLD=(-streams 50 -hold 500ms -open-timeout 20s)
@@ -277,8 +277,7 @@ stage_cold() {
 stage_failover() {
 	start_mock mock_fail
 	local dead
-	dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null) ||
-		dead=$((20000 + RANDOM % 20000))
+	dead=$("$LG" freeport)
 	cat >"$WORK/gw_fail.yaml" <<EOF
 breaker:
   consecutive_failures: 5
@@ -327,11 +326,11 @@ stage_store() {
 		npm ci --no-audit --no-fund --loglevel=error
 	fi
 	local port
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	port=$("$LG" freeport)
 	start dynalite node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
 		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0
 	for _ in $(seq 300); do
-		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		"$LG" fetch -any-status -url "http://127.0.0.1:$port/" -timeout 1s 2>/dev/null && break
 		sleep 0.1
 	done
 	start count_store "$BIN/floorproxy" -mode reverseproxy -count -upstream "127.0.0.1:$port" -addr-file "$WORK/count_store.addr"
@@ -342,7 +341,7 @@ stage_store() {
 	"$LG" storetable -table llmgw-bench -endpoint "http://$counter"
 	start_mock mock_store
 	local dead
-	dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	dead=$("$LG" freeport)
 	cat >"$WORK/gw_store.yaml" <<EOF
 providers:
   mock:
@@ -387,9 +386,24 @@ stage_gobench() {
 	{
 		echo "# go test -run '^\$' -bench 'BenchmarkRelaySSEChunk\$' -benchmem $BENCHTIME -memprofile relay.mem -memprofilerate 1 ./pkg/provider/openaicompat"
 		grep '^Benchmark' "$WORK/relay.bench"
-		echo "# go tool pprof -sample_index=alloc_objects -top (all allocations of the run, set-up included)"
+		echo "# every allocation of the whole run (all b.N rounds, set-up included) under the relay loop's Stream.Next:"
+		echo "# go tool pprof -sample_index=alloc_objects -top -focus 'sseStream..Next'"
+		go tool pprof -sample_index=alloc_objects -top -focus 'sseStream..Next' "$WORK/relay.test" "$WORK/relay.mem" 2>&1 | grep -v '^File:\|^Build ID:\|^Time:'
+		echo "# the same under Provider.Send (once per stream, not per chunk):"
+		go tool pprof -sample_index=alloc_objects -top -focus 'Adapter..Send' "$WORK/relay.test" "$WORK/relay.mem" 2>&1 | grep -v '^File:\|^Build ID:\|^Time:'
+		echo "# all allocations of the run:"
 		go tool pprof -sample_index=alloc_objects -top -nodecount=25 "$WORK/relay.test" "$WORK/relay.mem" 2>/dev/null
 	} >"$RAW/memprofile_relay_chunk.txt"
+	# Where one non-streaming request through the handler allocates (the server
+	# test binary built above, run once more with every allocation sampled).
+	(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench 'BenchmarkServerChat/nonstream_200B' -test.benchmem \
+		${BENCHTIME:+-test.benchtime=100x} -test.memprofile "$WORK/server.mem" -test.memprofilerate 1 >"$WORK/server.bench" 2>&1)
+	{
+		echo "# server.test -test.bench 'BenchmarkServerChat/nonstream_200B' -test.benchmem -test.memprofile server.mem -test.memprofilerate 1"
+		grep '^Benchmark' "$WORK/server.bench"
+		echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run; divide by the iterations for per request)"
+		go tool pprof -sample_index=alloc_objects -top -nodecount=40 "$WORK/server.test" "$WORK/server.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+	} >"$RAW/memprofile_server_request.txt"
 }
 
 stage_profile() {
@@ -401,10 +415,10 @@ stage_profile() {
 	local pid=$STARTED_PID gw
 	gw=$(gateway_addr gw_prof "$pid")
 	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
-	curl -sf -o "$WORK/gw.cpu" "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" &
-	local curlpid=$!
+	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
+	local fetchpid=$!
 	"$LG" rate -rate "$rate" -duration "$((PROFILE_SECS + 1))s" -target "gateway=http://$gw$CHAT" -out "$RAW/pprof_gateway_load.json"
-	wait "$curlpid"
+	wait "$fetchpid"
 	cp "$WORK/gw.cpu" "$RAW/pprof_gateway_saturation.pb.gz"
 	{
 		echo "# gwprof (app.RunLocal + pprof listener) under vegeta at $rate req/s (the gateway's saturation rate in this run), ${PROFILE_SECS}s"

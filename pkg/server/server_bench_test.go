@@ -48,6 +48,7 @@ type benchStreamBody struct {
 
 func newBenchStreamBody(n int) *benchStreamBody { return &benchStreamBody{left: n} }
 
+// Read implements io.Reader.
 func (s *benchStreamBody) Read(p []byte) (int, error) {
 	for s.r.Len() == 0 {
 		switch {
@@ -67,12 +68,14 @@ func (s *benchStreamBody) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
+// Close implements io.Closer.
 func (s *benchStreamBody) Close() error { return nil }
 
 // benchUpstream answers the adapter's requests in memory: SSE with
 // chunks content chunks when the request streams, the completion otherwise.
 type benchUpstream struct{ chunks int }
 
+// RoundTrip implements http.RoundTripper.
 func (u *benchUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	io.Copy(io.Discard, req.Body)
 	req.Body.Close()
@@ -122,12 +125,17 @@ type benchWriter struct {
 	bytes  int
 }
 
+// Header implements http.ResponseWriter.
 func (w *benchWriter) Header() http.Header { return w.h }
+
+// WriteHeader implements http.ResponseWriter.
 func (w *benchWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
 }
+
+// Write implements http.ResponseWriter: it counts and drops.
 func (w *benchWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -136,6 +144,8 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 	w.bytes += len(p)
 	return len(p), nil
 }
+
+// Flush implements http.Flusher.
 func (w *benchWriter) Flush() {}
 
 func (w *benchWriter) reset() {
@@ -146,6 +156,7 @@ func (w *benchWriter) reset() {
 // benchBody is a reusable request body.
 type benchBody struct{ bytes.Reader }
 
+// Close implements io.Closer.
 func (*benchBody) Close() error { return nil }
 
 // benchRequestBody returns a chat request for route bench of about size

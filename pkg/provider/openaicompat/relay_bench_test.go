@@ -33,6 +33,7 @@ type repeatBody struct {
 	off   int
 }
 
+// Read implements io.Reader.
 func (r *repeatBody) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -43,6 +44,7 @@ func (r *repeatBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Close implements io.Closer.
 func (r *repeatBody) Close() error { return nil }
 
 // memTransport answers every request in memory with a fresh body from
@@ -51,6 +53,7 @@ type memTransport struct {
 	newBody func() io.ReadCloser
 }
 
+// RoundTrip implements http.RoundTripper.
 func (t *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		io.Copy(io.Discard, req.Body)

@@ -184,3 +184,49 @@ func breakerState(client *http.Client, url, id string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: no target %s", url, id)
 }
+
+// runFreePort prints a loopback port that was free a moment ago (for a
+// "dead" upstream that refuses connections, or a child's listener).
+func runFreePort(args []string) error {
+	fs := flag.NewFlagSet("freeport", flag.ExitOnError)
+	fs.Parse(args)
+	p, err := freePort()
+	if err != nil {
+		return err
+	}
+	fmt.Println(p)
+	return nil
+}
+
+// runFetch GETs one loopback URL into a file (a pprof profile, a liveness
+// check), failing on any status but 200 unless -any-status.
+func runFetch(args []string) error {
+	fs := flag.NewFlagSet("fetch", flag.ExitOnError)
+	url := fs.String("url", "", "loopback http URL")
+	out := fs.String("out", "", "file to write the body to (empty: discard)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the request")
+	anyStatus := fs.Bool("any-status", false, "any HTTP answer will do (a liveness check)")
+	fs.Parse(args)
+	if err := loopbackURL(*url); err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: *timeout}).Get(*url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && !*anyStatus {
+		return fmt.Errorf("%s: status %d", *url, resp.StatusCode)
+	}
+	w := io.Discard
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
+}

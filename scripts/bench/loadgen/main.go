@@ -22,6 +22,8 @@
 //	rate      hold one constant rate on one target (load for a profile)
 //	storecalls count DynamoDB calls per request through a counting proxy
 //	storetable create the DynamoDB table in the local emulator
+//	freeport  print a free loopback port
+//	fetch     GET a loopback URL into a file (a pprof profile)
 //
 // Targets are given as -target name=URL[@model]; -pid name=PID names the
 // process whose /proc figures belong to that target. Every address must be
@@ -68,6 +70,10 @@ func main() {
 		err = runStoreCalls(args)
 	case "storetable":
 		err = runStoreTable(args)
+	case "freeport":
+		err = runFreePort(args)
+	case "fetch":
+		err = runFetch(args)
 	default:
 		usage()
 	}
@@ -78,7 +84,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker|rate|storecalls|storetable [flags]  (-h for the flags of a mode)")
+	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker|rate|storecalls|storetable|freeport|fetch [flags]  (-h for the flags of a mode)")
 	os.Exit(2)
 }
 
@@ -93,8 +99,10 @@ type Target struct {
 // targetList collects repeated -target name=URL[@model] flags.
 type targetList []Target
 
+// String implements flag.Value.
 func (l *targetList) String() string { return fmt.Sprint(*l) }
 
+// Set implements flag.Value: one name=URL[@model].
 func (l *targetList) Set(v string) error {
 	name, rest, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
@@ -129,8 +137,10 @@ func loopbackURL(s string) error {
 // pidMap collects repeated -pid name=PID flags.
 type pidMap map[string]int
 
+// String implements flag.Value.
 func (m pidMap) String() string { return fmt.Sprint(map[string]int(m)) }
 
+// Set implements flag.Value: one name=PID.
 func (m pidMap) Set(v string) error {
 	name, p, ok := strings.Cut(v, "=")
 	n, err := strconv.Atoi(p)

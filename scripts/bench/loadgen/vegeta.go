@@ -221,7 +221,7 @@ func runSaturate(args []string) error {
 	minRate := fs.Int("min-rate", 50, "lowest rate tried")
 	maxSteps := fs.Int("max-steps", 12, "steps per target (bound)")
 	p99Limit := fs.Duration("p99", 10*time.Millisecond, "p99 limit of a passing step")
-	retry := fs.Bool("retry", true, "repeat a failing step once before believing it (the machine is shared)")
+	tries := fs.Int("tries", 3, "runs of a failing step before it is believed (the machine may be shared)")
 	warm := fs.Duration("warm", time.Second, "unmeasured load at half the start rate first")
 	settle := fs.Duration("settle", 300*time.Millisecond, "pause between steps")
 	bestDir := fs.String("best-dir", "", "also write each target's highest passing rate to DIR/sat_<name>.rate")
@@ -242,13 +242,13 @@ func runSaturate(args []string) error {
 		rep.Paths[t.Name] = res
 		step := func(rate int) SatStep {
 			var s SatStep
-			for try := 0; try < 2; try++ {
+			for try := 0; try < max(1, *tries); try++ {
 				time.Sleep(*settle)
 				s = satStep(client, t, payload, rate, *stepDur, *p99Limit, pids[t.Name])
 				res.Steps = append(res.Steps, s)
 				fmt.Fprintf(os.Stderr, "saturate %-10s rate=%-6d achieved=%-8.0f p99=%-8.0fus errors=%d pass=%v %s\n",
 					t.Name, rate, s.Achieved, s.P99, s.Errors, s.Pass, s.Why)
-				if s.Pass || !*retry {
+				if s.Pass {
 					break
 				}
 			}
