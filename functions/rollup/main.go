@@ -72,6 +72,9 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if len(cfg.Teams) == 0 {
+		log.Warn("the config has no teams: only anonymous usage is rolled up; pass the gateway's -config FILE")
+	}
 	st, err := sf.Open(ctx)
 	if err != nil {
 		return err

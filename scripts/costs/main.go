@@ -89,6 +89,9 @@ func fromStore(ctx context.Context, sf usagecli.StoreFlags, cfgPath string, lo, 
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.Teams) == 0 {
+		fmt.Fprintln(os.Stderr, "costs: note: the config has no teams, so only anonymous usage is listed; pass the gateway's -config FILE")
+	}
 	st, err := sf.Open(ctx)
 	if err != nil {
 		return nil, err
