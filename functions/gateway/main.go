@@ -23,6 +23,9 @@ func main() {
 	var o app.LocalOptions
 	flag.StringVar(&o.ConfigPath, "config", "", "config file (YAML or JSON); empty runs the built-in demo config")
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
+	flag.StringVar(&o.Store.Kind, "store", "embedded", "state store: embedded (a local file, no AWS) or dynamodb (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, credentials chain)")
+	flag.StringVar(&o.Store.StatePath, "state", app.DefaultStatePath, "embedded store file")
+	flag.StringVar(&o.Store.Table, "table", "llmgw", "DynamoDB table (created if missing)")
 	flag.Parse()
 	o.Logger = log
 	if err := app.RunLocal(context.Background(), o); err != nil {

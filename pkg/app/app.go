@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // LocalOptions configures a local run.
@@ -24,6 +25,10 @@ type LocalOptions struct {
 	ConfigPath string // "" means the built-in demo config
 	Addr       string // host:port
 	Logger     *slog.Logger
+	Store      StoreOptions
+	// ReloadEvery is how often the config file is checked for changes
+	// (default 2s): revoking a key is an edit, not a restart.
+	ReloadEvery time.Duration
 }
 
 // OnLambda reports whether the process runs inside AWS Lambda.
@@ -44,17 +49,25 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	addr, note, err := SafeAddr(o.Addr, false)
+	addr, note, err := SafeAddr(o.Addr, len(cfg.Teams) > 0)
 	if err != nil {
 		return err
 	}
 	if note != "" {
 		log.Warn(note)
 	}
-	h, err := server.New(ctx, cfg, server.Options{Logger: log})
+	o.Store.CreateTable = true // local mode: a fresh dynalite needs no other step
+	st, where, err := OpenStore(ctx, o.Store)
 	if err != nil {
 		return err
 	}
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	defer g.Close()
+	h := g.Handler
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -65,9 +78,14 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		source = "built-in demo config (fake providers, no keys needed)"
 	}
 	log.Info("gateway listening", slog.String("addr", "http://"+ln.Addr().String()),
-		slog.String("config", source), slog.Any("models", cfg.RouteNames()))
+		slog.String("config", source), slog.String("store", where), slog.Any("models", cfg.RouteNames()))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Keep today's rollups fresh for GET /v1/usage and the cost table.
+	go g.Roller.Loop(ctx, usage.Hourly, time.Minute)
+	if o.ConfigPath != "" {
+		go watchConfig(ctx, o.ConfigPath, o.ReloadEvery, h, log)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -100,4 +118,36 @@ func SafeAddr(addr string, authConfigured bool) (string, string, error) {
 	}
 	safe := net.JoinHostPort("127.0.0.1", port)
 	return safe, fmt.Sprintf("no team keys configured: refusing to serve on %s without authentication; serving on %s (loopback only)", addr, safe), nil
+}
+
+// watchConfig reloads the config file when it changes. An invalid edit
+// keeps the config in force and is logged.
+func watchConfig(ctx context.Context, path string, every time.Duration, h *server.Handler, log *slog.Logger) {
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	last, _ := os.Stat(path)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fi, err := os.Stat(path)
+		if err != nil || (last != nil && fi.ModTime().Equal(last.ModTime()) && fi.Size() == last.Size()) {
+			continue
+		}
+		last = fi
+		cfg, err := config.LoadFile(path)
+		if err == nil {
+			err = h.Reload(ctx, cfg)
+		}
+		if err != nil {
+			log.Error("config reload failed; keeping the config in force", slog.String("error", err.Error()))
+			continue
+		}
+		log.Info("config reloaded", slog.String("path", path), slog.Any("models", cfg.RouteNames()))
+	}
 }

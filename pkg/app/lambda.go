@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
@@ -17,7 +18,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // LambdaEnv is the Lambda function's configuration, from its environment.
@@ -61,42 +61,55 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 }
 
 // NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
-// file), refreshed in the background while requests are served, and EMF
-// metrics written to metricsOut.
+// file), refreshed in the background while requests are served; shared
+// state and usage in DynamoDB (LLMGW_TABLE; without it, an in-memory store
+// local to this instance, with a warning); EMF metrics on metricsOut.
 func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
-	opts := server.Options{
-		Logger:        log,
-		OnBreakerOpen: emf.BreakerOpen,
-		Record:        func(_ context.Context, rec *usage.Record) { emf.Request(rec) },
-	}
+	bo := BuildOptions{Logger: log, Metrics: emf}
+	var loader *ssmconfig.Loader
+	var cfg *config.Config
 	if env.ConfigPath == "" {
-		cfg, err := LoadConfig(env.ConfigFile)
+		c, err := LoadConfig(env.ConfigFile)
 		if err != nil {
 			return nil, err
 		}
-		return server.New(ctx, cfg, opts)
+		cfg = c
+	} else {
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
+		}
+		loader = &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
+			OnError: func(error) { emf.Count("ConfigReloadErrors", 1) }}
+		bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
+			return loader.ResolveKey(ctx, ref, os.Getenv)
+		}
+		c, _, err := loader.Load(ctx)
+		if err != nil {
+			emf.Count("ConfigReloadErrors", 1)
+			return nil, fmt.Errorf("%w: %v", ssmconfig.ErrNoConfig, err)
+		}
+		loader.Loaded()
+		cfg = c
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
+	so := StoreOptions{Kind: "dynamodb", Table: env.Table}
+	if env.Table == "" {
+		log.Warn("LLMGW_TABLE is not set: breaker, key and usage state stay in this instance's memory")
+		so = StoreOptions{Kind: "embedded", StatePath: filepath.Join(os.TempDir(), "llmgw-state.db")}
 	}
-	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-		OnError: func(error) { emf.Count("ConfigReloadErrors", 1) }}
-	opts.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
-		return loader.ResolveKey(ctx, ref, os.Getenv)
-	}
-	cfg, _, err := loader.Load(ctx)
-	if err != nil {
-		emf.Count("ConfigReloadErrors", 1)
-		return nil, fmt.Errorf("%w: %v", ssmconfig.ErrNoConfig, err)
-	}
-	loader.Loaded()
-	h, err := server.New(ctx, cfg, opts)
+	st, _, err := OpenStore(ctx, so)
 	if err != nil {
 		return nil, err
 	}
-	return &refreshing{Handler: h, loader: loader}, nil
+	g, err := Build(ctx, cfg, st, bo)
+	if err != nil {
+		return nil, err
+	}
+	if loader == nil {
+		return g.Handler, nil
+	}
+	return &refreshing{Handler: g.Handler, loader: loader}, nil
 }
 
 // refreshing serves requests and, when the config is older than the

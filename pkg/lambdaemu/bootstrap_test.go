@@ -18,6 +18,10 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/lambdaemu"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
+	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 )
 
@@ -97,11 +101,21 @@ func start(t *testing.T, env ...string) *function {
 	return f
 }
 
+// teamsYAML admits the team key the sample events carry
+// ("llmgw_example_team_key_not_real"): on Lambda every caller needs a key.
+const teamsYAML = `
+teams:
+  checkout:
+    keys: [{id: example, sha256: %s}]
+`
+
 func writeConfig(t *testing.T, yaml string) string {
 	p := filepath.Join(t.TempDir(), "config.yaml")
-	os.WriteFile(p, []byte(yaml), 0o600)
+	os.WriteFile(p, []byte(yaml+fmt.Sprintf(teamsYAML, exampleKeyHash)), 0o600)
 	return p
 }
+
+const exampleKeyHash = "f3542a6855d7414ac13345c6e1e6766312f17642aa8332ade985f9765704ea07"
 
 func event(t *testing.T, name string) []byte {
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "events", name))
@@ -213,7 +227,15 @@ routes:
   demo: {targets: [{provider: slow, model: a}]}
   cutroute: {targets: [{provider: cut, model: a}]}
 `, up.URL, up.URL))
-	f := start(t, "LLMGW_CONFIG_FILE="+cfg)
+	// Shared state and usage go to a DynamoDB-compatible server, as on AWS.
+	endpoint := storetest.StartDynalite(t)
+	table := storetest.UniqueTableName(t)
+	st := dynamo.New(storetest.DynaliteClient(endpoint), table)
+	if err := st.EnsureTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, "LLMGW_CONFIG_FILE="+cfg, "LLMGW_TABLE="+table, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
+		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret")
 
 	t.Run("deadline", func(t *testing.T) {
 		started := time.Now()
@@ -227,6 +249,18 @@ routes:
 			t.Errorf("the response ran past the invocation deadline (%v): the platform would have cut it silently", el)
 		}
 		waitFor(t, func() bool { return strings.Contains(f.stdout.String(), `"Errors5xx"`) }, "no usage metrics written for the timed-out stream")
+		// The usage record was written before the invocation ended.
+		var recs []usage.Record
+		st.Query(context.Background(), store.UsagePK("checkout", time.Now()), "", "", func(it store.Item) bool {
+			var r usage.Record
+			if usage.DecodeRecord(it, &r) == nil {
+				recs = append(recs, r)
+			}
+			return true
+		})
+		if len(recs) != 1 || recs[0].Outcome != "timeout" || recs[0].OutputTokens == 0 || recs[0].Tag != "checkout-assistant" {
+			t.Fatalf("usage records in DynamoDB = %+v", recs)
+		}
 	})
 	t.Run("mid-stream cut", func(t *testing.T) {
 		var ev map[string]any
@@ -260,6 +294,17 @@ routes:
 		{"function-url-bad-json.json", 400, `"invalid_request"`},
 		{"function-url-unknown-route.json", 404, `"model_not_found"`},
 	}
+	t.Run("no team key", func(t *testing.T) {
+		var ev map[string]any
+		json.Unmarshal(event(t, "function-url-chat.json"), &ev)
+		delete(ev["headers"].(map[string]any), "authorization")
+		b, _ := json.Marshal(ev)
+		resp := invoke(t, f, b, time.Minute)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.Status != 401 || !strings.Contains(string(body), `"authentication"`) {
+			t.Errorf("status %d body %s", resp.Status, body)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			resp := invoke(t, f, event(t, tc.file), time.Minute)
@@ -283,6 +328,7 @@ providers:
 routes:
   demo: {targets: [{provider: steady, model: fake-1}]}
 `)
+	srv.Put("/llmgw/test/config/50-teams", "String", fmt.Sprintf(teamsYAML, exampleKeyHash))
 	f := start(t, "LLMGW_CONFIG_PATH=/llmgw/test/config/", "LLMGW_CONFIG_REFRESH=1s", "AWS_ENDPOINT_URL_SSM="+srv.URL,
 		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret")
 	resp := invoke(t, f, event(t, "function-url-chat.json"), time.Minute)

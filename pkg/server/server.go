@@ -55,6 +55,9 @@ type Options struct {
 	// Authenticate identifies callers of the /v1 API (nil: everyone is an
 	// anonymous caller, for local use).
 	Authenticate Authenticator
+	// Extra serves more paths (e.g. /v1/usage) behind the same
+	// authentication; the caller is in the request context (CallerFrom).
+	Extra map[string]http.Handler
 	// Admit enforces limits and budgets before spend (nil: none).
 	Admit Admitter
 	// Cost prices a finished request's usage from the config's price table
@@ -226,6 +229,10 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		h.models(w, r, rid)
 	default:
+		if eh, ok := h.opts.Extra[r.URL.Path]; ok {
+			eh.ServeHTTP(w, r)
+			return
+		}
 		if m, ok := modelPath(r.URL.Path); ok && r.Method == http.MethodGet {
 			h.model(w, r, rid, m)
 			return

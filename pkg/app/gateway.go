@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/sharedstate"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/teams"
+	"github.com/llmgw/llmgw/pkg/usage"
+)
+
+// Gateway is the assembled gateway: the HTTP handler over shared state in
+// a store, team authentication and budgets, usage records and rollups.
+type Gateway struct {
+	Handler *server.Handler
+	Store   store.Store
+	Breaker *sharedstate.SharedBreaker
+	Ledger  *sharedstate.Ledger
+	Roller  *usage.Roller
+}
+
+// BuildOptions are the parts that differ between local mode and Lambda.
+type BuildOptions struct {
+	Logger *slog.Logger
+	// ResolveKey resolves provider key references (nil: environment only).
+	ResolveKey func(ctx context.Context, ref config.KeyRef) (string, bool, error)
+	// Metrics receives EMF metrics (nil: none; local mode).
+	Metrics *metrics.EMF
+	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
+	// has no teams (local mode only: the listener is then loopback-only).
+	AnonymousWithoutTeams bool
+}
+
+// Build assembles the gateway over st.
+func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptions) (*Gateway, error) {
+	log := o.Logger
+	if o.ResolveKey == nil {
+		o.ResolveKey = server.EnvKeys
+	}
+	g := &Gateway{Store: st}
+	current := func() *config.Config { return g.Handler.Config() }
+
+	g.Breaker = sharedstate.NewBreaker(st, cfg.Breaker, sharedstate.BreakerOptions{Logger: log,
+		OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
+			if to == breaker.Open && o.Metrics != nil {
+				o.Metrics.BreakerOpen(target)
+			}
+		}})
+	ks, err := sharedstate.ResolveKeys(ctx, cfg, o.ResolveKey)
+	if err != nil {
+		return nil, err
+	}
+	g.Ledger = sharedstate.NewLedger(st, ks, sharedstate.LedgerOptions{Logger: log})
+
+	auth := teams.NewAuthenticator(current, log)
+	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
+	limiter := teams.NewLimiter(st, current, log)
+	recorder := usage.NewRecorder(st, current, log)
+	g.Roller = usage.NewRoller(st, current)
+	g.Roller.Log = log
+
+	h, err := server.New(ctx, cfg, server.Options{
+		Logger:       log,
+		ResolveKey:   o.ResolveKey,
+		Breakers:     g.Breaker,
+		Keys:         g.Ledger,
+		Authenticate: auth.Authenticate,
+		Admit:        limiter.Admit,
+		Cost:         usage.Cost,
+		Record: func(ctx context.Context, rec *usage.Record) {
+			recorder.Record(ctx, rec)
+			if o.Metrics != nil {
+				o.Metrics.Request(rec)
+			}
+		},
+		Extra: map[string]http.Handler{
+			"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.Handler = h
+	return g, nil
+}
+
+// Close finishes background writes and closes the store.
+func (g *Gateway) Close() error {
+	g.Breaker.Flush()
+	g.Ledger.Wait()
+	return g.Store.Close()
+}
