@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/lambdaemu"
+	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/storetest"
 	"github.com/llmgw/llmgw/pkg/usage"
-	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 )
 
 var bootstrap string
