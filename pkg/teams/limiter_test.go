@@ -40,13 +40,24 @@ teams:
     keys: [{id: k1, sha256: "0000000000000000000000000000000000000000000000000000000000000002"}]
 `
 
+func limitsYAMLWith(limits string) string { return strings.Replace(limitsYAML, "LIMITS", limits, 1) }
+
 func limitsConfig(t *testing.T, limits string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse([]byte(strings.Replace(limitsYAML, "LIMITS", limits, 1)))
+	cfg, err := config.Parse([]byte(limitsYAMLWith(limits)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+func admissionB(b testing.TB, cfg *config.Config) *server.Admission {
+	req, err := openaiwire.Parse([]byte(body400), openaiwire.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps, _, _ := cfg.Chain(req.Model)
+	return &server.Admission{Caller: &server.Caller{Team: "search"}, Route: req.Model, Steps: steps, Req: req, Body: []byte(body400)}
 }
 
 func admission(t *testing.T, cfg *config.Config, team, tag, body string) *server.Admission {
