@@ -70,6 +70,9 @@ teams:
 	}
 	resp.Body.Close()
 	fmt.Println("chat:", resp.StatusCode)
+	// The record is written after the response's last byte, before the
+	// handler returns; Close waits for the handler.
+	srv.Close()
 
 	// The rollup (hourly on AWS), then the report GET /v1/usage serves.
 	roller := usage.NewRoller(st, current)
