@@ -17,8 +17,9 @@
 #        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
 #                                      writes to $BENCH_OUT (default: a temp dir)
 # Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"
-# (a note printed in the report, e.g. "machine shared"), BENCH_STORE_ARG (the
-# value given to the gateway's -store flag, once it has one; default dynamodb).
+# (a note printed in the report, e.g. "machine shared"), BENCH_STAGES="latency
+# store ..." (run only these stages; default all: latency saturate stream memory
+# cold failover store gobench profile).
 # Exits non-zero if any stage failed; the report is written either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -169,7 +170,7 @@ start_paths() {
 	start "tcp_$s" "$BIN/floorproxy" -mode tcp -upstream "$MOCK_ADDR" -addr-file "$WORK/tcp_$s.addr"
 	TCP_PID=$STARTED_PID
 	gateway_config "$WORK/gw_$s.yaml" "$MOCK_ADDR"
-	start "gw_$s" "$BIN/gateway" -config "$WORK/gw_$s.yaml" -addr 127.0.0.1:0
+	start "gw_$s" "$BIN/gateway" -config "$WORK/gw_$s.yaml" -addr 127.0.0.1:0 -state "$WORK/state_$s.db"
 	GW_PID=$STARTED_PID
 	wait_file "$WORK/rp_$s.addr" "$RP_PID" "rp_$s"
 	wait_file "$WORK/tcp_$s.addr" "$TCP_PID" "tcp_$s"
@@ -222,6 +223,7 @@ stage_build() {
 
 stage_latency() {
 	start_paths lat -chunks 16
+	echo "$(grep -o '"store":"[^"]*"' "$WORK/gw_lat.log" | head -1 | cut -d'"' -f4 | sed "s|$WORK|<run temp dir>|") on $(df -T "$WORK" | awk 'NR==2 {print $2}')" >"$RAW/gateway_store.txt"
 	"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B.json"
 	"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB.json"
 }
@@ -252,7 +254,7 @@ stage_memory() {
 stage_cold() {
 	start_mock mock_cold
 	gateway_config "$WORK/gw_cold.yaml" "$MOCK_ADDR"
-	local gwcmd=("$BIN/gateway" -config "$WORK/gw_cold.yaml" -addr 127.0.0.1:@PORT@)
+	local gwcmd=("$BIN/gateway" -config "$WORK/gw_cold.yaml" -addr 127.0.0.1:@PORT@ -state "$WORK/state_cold.db")
 	local rpcmd=("$BIN/floorproxy" -mode reverseproxy -upstream "$MOCK_ADDR" -listen 127.0.0.1:@PORT@)
 	"$LG" cold -name gateway -n "$COLD_N" -out "$RAW/cold_gateway.json" -- "${gwcmd[@]}"
 	"$LG" cold -name revproxy -n "$COLD_N" -out "$RAW/cold_revproxy.json" -- "${rpcmd[@]}"
@@ -307,7 +309,7 @@ routes:
       - {provider: mock, model: bench-model}
 EOF
 	cp "$WORK/gw_fail.yaml" "$RAW/failover_config.yaml"
-	start gw_fail "$BIN/gateway" -config "$WORK/gw_fail.yaml" -addr 127.0.0.1:0
+	start gw_fail "$BIN/gateway" -config "$WORK/gw_fail.yaml" -addr 127.0.0.1:0 -state "$WORK/state_fail.db"
 	local gw
 	gw=$(gateway_addr gw_fail "$STARTED_PID")
 	"$LG" breaker -target "open=http://$gw$CHAT@bench-open" -health "http://$gw/healthz" -target-id dead-open/bench-model
@@ -316,12 +318,13 @@ EOF
 }
 
 stage_store() {
-	if ! "$BIN/gateway" -help 2>&1 | grep -q -- '-store'; then
+	local help
+	help=$("$BIN/gateway" -help 2>&1 || true)
+	if ! grep -q -- '-store' <<<"$help"; then
 		echo '{"mode": "storecalls", "status": "pending", "reason": "the gateway has no -store flag yet"}' >"$RAW/store.json"
 		echo "pending: store not wired (no -store flag in gateway -help)"
 		return 0
 	fi
-	local arg=${BENCH_STORE_ARG:-dynamodb}
 	if [ ! -f node_modules/dynalite/cli.js ]; then
 		npm ci --no-audit --no-fund --loglevel=error
 	fi
@@ -337,8 +340,10 @@ stage_store() {
 	wait_file "$WORK/count_store.addr" "$STARTED_PID" count_store
 	local counter
 	counter=$(cat "$WORK/count_store.addr")
-	export AWS_ENDPOINT_URL_DYNAMODB="http://$counter" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench LLMGW_TABLE=llmgw-bench
-	"$LG" storetable -table llmgw-bench -endpoint "http://$counter"
+	# Static dummy credentials for the emulator: the SDK's chain stops there
+	# (no instance metadata lookups).
+	export AWS_ENDPOINT_URL_DYNAMODB="http://$counter" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench \
+		AWS_SECRET_ACCESS_KEY=bench AWS_EC2_METADATA_DISABLED=true
 	start_mock mock_store
 	local dead
 	dead=$("$LG" freeport)
@@ -359,10 +364,11 @@ routes:
       - {provider: dead, model: bench-model, attempts: 1, breaker: closed}
       - {provider: mock, model: bench-model}
 EOF
-	start gw_store "$BIN/gateway" -config "$WORK/gw_store.yaml" -addr 127.0.0.1:0 -store "$arg"
+	# The gateway creates the table itself in local mode.
+	start gw_store "$BIN/gateway" -config "$WORK/gw_store.yaml" -addr 127.0.0.1:0 -store dynamodb -table llmgw-bench
 	local gw
 	if ! gw=$(gateway_addr gw_store "$STARTED_PID"); then
-		printf '{"mode": "storecalls", "status": "failed", "reason": "the gateway did not start with -store %s (set BENCH_STORE_ARG): see raw/store.log"}\n' "$arg" >"$RAW/store.json"
+		echo '{"mode": "storecalls", "status": "failed", "reason": "the gateway did not start with -store dynamodb: see raw/store.log"}' >"$RAW/store.json"
 		return 1
 	fi
 	"$LG" storecalls -counts "http://$counter/__bench/counts" "${STORE_N[@]}" \
@@ -411,7 +417,8 @@ stage_profile() {
 	[ -s "$WORK/sat_gateway.rate" ] && [ "$(cat "$WORK/sat_gateway.rate")" -gt 0 ] && rate=$(cat "$WORK/sat_gateway.rate")
 	start_mock mock_prof -chunks 16
 	gateway_config "$WORK/gw_prof.yaml" "$MOCK_ADDR"
-	start gw_prof "$BIN/gwprof" -config "$WORK/gw_prof.yaml" -addr 127.0.0.1:0 -pprof 127.0.0.1:0 -pprof-addr-file "$WORK/gw_prof.pprof"
+	start gw_prof "$BIN/gwprof" -config "$WORK/gw_prof.yaml" -addr 127.0.0.1:0 -state "$WORK/state_prof.db" \
+		-pprof 127.0.0.1:0 -pprof-addr-file "$WORK/gw_prof.pprof"
 	local pid=$STARTED_PID gw
 	gw=$(gateway_addr gw_prof "$pid")
 	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
@@ -472,15 +479,15 @@ if [[ " ${FAILED[*]} " == *" build "* ]]; then
 	echo "build failed: nothing to measure" >&2
 	exit 1
 fi
-run_stage latency stage_latency
-run_stage saturate stage_saturate
-run_stage stream stage_stream
-run_stage memory stage_memory
-run_stage cold stage_cold
-run_stage failover stage_failover
-run_stage store stage_store
-run_stage gobench stage_gobench
-run_stage profile stage_profile
+for stage in ${BENCH_STAGES:-latency saturate stream memory cold failover store gobench profile}; do
+	case "$stage" in
+	latency | saturate | stream | memory | cold | failover | store | gobench | profile) run_stage "$stage" "stage_$stage" ;;
+	*)
+		echo "unknown stage $stage in BENCH_STAGES" >&2
+		FAILED+=("$stage")
+		;;
+	esac
+done
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_end.txt"
 
 "$BIN/report" -raw "$RAW" -out "$OUT/results.md" -command "$COMMAND" -go "$(go version | cut -d' ' -f3-)" ${SMOKE:+-smoke}

@@ -25,6 +25,9 @@ func main() {
 	var o app.LocalOptions
 	flag.StringVar(&o.ConfigPath, "config", "", "config file (YAML or JSON)")
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
+	flag.StringVar(&o.Store.Kind, "store", "embedded", "state store: embedded or dynamodb (as functions/gateway)")
+	flag.StringVar(&o.Store.StatePath, "state", app.DefaultStatePath, "embedded store file")
+	flag.StringVar(&o.Store.Table, "table", "llmgw", "DynamoDB table")
 	pprofAddr := flag.String("pprof", "127.0.0.1:0", "pprof listen address (loopback only)")
 	pprofFile := flag.String("pprof-addr-file", "", "write the pprof listener's host:port here")
 	flag.Parse()

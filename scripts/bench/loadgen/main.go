@@ -21,7 +21,6 @@
 //	breaker   send requests to a route until a target's breaker is open
 //	rate      hold one constant rate on one target (load for a profile)
 //	storecalls count DynamoDB calls per request through a counting proxy
-//	storetable create the DynamoDB table in the local emulator
 //	freeport  print a free loopback port
 //	fetch     GET a loopback URL into a file (a pprof profile)
 //
@@ -68,8 +67,6 @@ func main() {
 		err = runRate(args)
 	case "storecalls":
 		err = runStoreCalls(args)
-	case "storetable":
-		err = runStoreTable(args)
 	case "freeport":
 		err = runFreePort(args)
 	case "fetch":
@@ -84,7 +81,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker|rate|storecalls|storetable|freeport|fetch [flags]  (-h for the flags of a mode)")
+	fmt.Fprintln(os.Stderr, "usage: loadgen latency|saturate|stream|hold|cold|probe|breaker|rate|storecalls|freeport|fetch [flags]  (-h for the flags of a mode)")
 	os.Exit(2)
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,12 +9,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/llmgw/llmgw/pkg/store/dynamo"
 )
 
 // dynamoReads and dynamoWrites classify DynamoDB operations (the
@@ -128,27 +121,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// runStoreTable creates the DynamoDB table (dynamo.Store.EnsureTable) at
-// the endpoint in AWS_ENDPOINT_URL_DYNAMODB, with static dummy credentials:
-// for the local emulator only.
-func runStoreTable(args []string) error {
-	fs := flag.NewFlagSet("storetable", flag.ExitOnError)
-	table := fs.String("table", "llmgw-bench", "table name")
-	endpoint := fs.String("endpoint", "", "DynamoDB endpoint (loopback http URL)")
-	fs.Parse(args)
-	if err := loopbackURL(*endpoint); err != nil {
-		return err
-	}
-	api := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(*endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("bench", "bench", ""),
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return dynamo.New(api, *table).EnsureTable(ctx)
 }
 
 // RateReport is the output of rate mode.

@@ -217,6 +217,9 @@ func (r *reporter) render(command, goVersion string, smoke bool) string {
 	r.p("| kernel | %s |", orDash(cmdOut("uname", "-r")))
 	r.p("| go | %s |", goVersion)
 	r.p("| load average at start / end | %s / %s |", orDash(r.text("loadavg_start.txt")), orDash(r.text("loadavg_end.txt")))
+	if st := r.text("gateway_store.txt"); st != "" {
+		r.p("| gateway's store (main stages) | %s (local mode's default kind; one usage record written per request before the handler returns) |", st)
+	}
 	if note := r.text("note.txt"); note != "" {
 		r.p("| note | %s |", note)
 	}
@@ -631,7 +634,8 @@ func (r *reporter) method() {
 		"Cold start: a bounded Go loop starts the binary N times and times exec -> first 200 on GET /healthz (the floor proxies answer it through the mock); hyperfine runs the same probe as a cross-check.",
 		"Failover: a second gateway with routes whose primary is a loopback port with nothing listening (attempts: 1; `breaker: closed` for the refused case so every request really dials it; automatic breaker warmed until open for the breaker case, cooldown 10m). Attempts 1 isolates the failover mechanics: with the default 2 attempts a full-jitter backoff (mean 50 ms at backoff_base 100ms) would be added, bounded by the retry budget.",
 		"The ReverseProxy floor reads the request body fully before forwarding (like the gateway): a streaming request body makes ReverseProxy cut a few streamed responses under load (golang/go#40747).",
-		"The gateway writes its JSON request log line to a file (stderr redirected), as a deployment would; that cost is included.",
+		"The gateway runs as shipped in local mode: its default embedded store (a bbolt file in the run's temp dir), with the usage record of every request written before the handler returns, and its JSON request log line written to a file (stderr redirected). Those costs are included; `BenchmarkServerChat` (the handler without a store) shows the proxy core alone.",
+		"DynamoDB calls per request: a gateway with `-store dynamodb` against dynalite (the emulator from npm) behind floorproxy's counting mode, which counts requests by X-Amz-Target; warm-up first, then N requests at concurrency 1, counts read before and after (with a pause for background writes).",
 	} {
 		r.p("- %s", s)
 	}
