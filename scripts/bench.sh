@@ -424,6 +424,8 @@ stage_profile() {
 	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
 	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
 	local fetchpid=$!
+	echo "$fetchpid" >>"$PIDFILE"
+	STAGE_PIDS+=("$fetchpid")
 	"$LG" rate -rate "$rate" -duration "$((PROFILE_SECS + 1))s" -target "gateway=http://$gw$CHAT" -out "$RAW/pprof_gateway_load.json"
 	wait "$fetchpid"
 	cp "$WORK/gw.cpu" "$RAW/pprof_gateway_saturation.pb.gz"
