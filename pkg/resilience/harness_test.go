@@ -433,3 +433,17 @@ func contentOf(data string) string {
 	}
 	return c.Choices[0].Delta.Content
 }
+
+// newRequest builds a chat completion request with headers (name, value
+// pairs).
+func newRequest(base string, body io.Reader, hdr ...string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return req, nil
+}
