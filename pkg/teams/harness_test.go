@@ -161,6 +161,8 @@ type gw struct {
 	lim  *teams.Limiter
 	rec  *usage.Recorder
 	yaml string
+
+	inflight sync.WaitGroup
 }
 
 // gwOptions shape a test gateway.
@@ -212,7 +214,13 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Server = httptest.NewServer(h)
+	// Usage records and settlement happen after the response's last byte,
+	// before the handler returns: call waits for the handlers.
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.inflight.Add(1)
+		defer g.inflight.Done()
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(g.Close)
 	return g
 }
@@ -244,6 +252,7 @@ func (g *gw) call(t *testing.T, key, body string, hdr ...string) (*http.Response
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	g.inflight.Wait()
 	return resp, string(b)
 }
 
