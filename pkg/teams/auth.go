@@ -19,6 +19,18 @@
 // (team, tag): requests and tokens per minute, cost per hour and per day
 // (fixed UTC windows), and plan ceilings on input and output tokens; see
 // [Limiter.Admit] for the estimator and the reservation protocol.
+//
+// # Hot keys
+//
+// Every counter of a team (all windows, all tags) lives in one partition,
+// store.BudgetPK(team), and each limited window is one item written twice
+// per request (reserve, settle). A DynamoDB partition takes at most 1,000
+// write units per second (an item under 1 KB costs one), so a team with
+// all four team limits set (three counter items, six writes a request)
+// tops out near 160 requests per second, about half that with tag limits
+// too; its usage records (one ~1 KB write a request, in the team-day
+// partition) allow about 1,000. Beyond that, shard the counters (N items
+// per window, each with limit/N) or pre-aggregate in process; not done.
 package teams
 
 import (
