@@ -304,7 +304,7 @@ func (l *Limiter) Admit(ctx context.Context, a *server.Admission) (server.Settle
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	timeout := cfg.Usage.StoreTimeout.D()
+	timeout := storeTimeout(cfg)
 	// Detached: a reservation that lands must be tracked (and settled) even
 	// if the client leaves meanwhile.
 	bg := context.WithoutCancel(ctx)
@@ -446,7 +446,7 @@ func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, 
 			todo = append(todo, c)
 		}
 	}
-	timeout := cfg.Usage.StoreTimeout.D()
+	timeout := storeTimeout(cfg)
 	l.each(todo, func(_ int, c counter) {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -483,4 +483,12 @@ func (t *throttle) allow(now time.Time) (bool, int) {
 	n := t.suppressed
 	t.last, t.suppressed = now, 0
 	return true, n
+}
+
+// storeTimeout bounds each counter write (usage.store_timeout).
+func storeTimeout(cfg *config.Config) time.Duration {
+	if d := cfg.Usage.StoreTimeout.D(); d > 0 {
+		return d
+	}
+	return config.DefaultStoreTimeout
 }
