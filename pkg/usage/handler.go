@@ -2,6 +2,7 @@ package usage
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -116,7 +117,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
 			for _, team := range teams {
-				if _, _, err := h.o.Roller.RollupDay(r.Context(), team, d); err != nil && err != ErrExpired {
+				if _, _, err := h.o.Roller.RollupDay(r.Context(), team, d); err != nil && !errors.Is(err, ErrExpired) {
 					writeErr(w, gwerr.New(gwerr.Unavailable, "the usage rollup failed; try again").WithCode("usage_store_unavailable"), 0)
 					return
 				}
