@@ -116,7 +116,7 @@ func (r *Router) sleep(ctx context.Context, d time.Duration) error {
 // *gwerr.Error that the client should see.
 func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, error) {
 	pol := rq.Policy
-	last := (*gwerr.Error)(nil)
+	var last, unsupported *gwerr.Error
 	maxDepth := len(rq.Steps) - 1
 	if pol.MaxFallbacks != nil {
 		maxDepth = min(maxDepth, *pol.MaxFallbacks)
@@ -125,7 +125,7 @@ func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, er
 		if depth > maxDepth {
 			break
 		}
-		if depth > 0 && last != nil && !slices.Contains(pol.FallbackOn, last.Category) {
+		if last != nil && !slices.Contains(pol.FallbackOn, last.Category) {
 			return nil, last
 		}
 		tr.FallbackDepth = depth
@@ -137,15 +137,26 @@ func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, er
 		if errors.Is(err, ErrClientGone) {
 			return nil, err
 		}
-		last = gwerr.As(err)
+		ge := gwerr.As(err)
+		if ge.Code == provider.CodeUnsupportedFeature {
+			// This target cannot honour the request; another may.
+			if unsupported == nil {
+				unsupported = ge
+			}
+			continue
+		}
+		last = ge
 		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
 			return nil, last
 		}
 	}
-	if last == nil {
-		last = gwerr.New(gwerr.Unavailable, "no target of this route is available")
+	switch {
+	case last != nil:
+		return nil, last
+	case unsupported != nil:
+		return nil, unsupported
 	}
-	return nil, last
+	return nil, gwerr.New(gwerr.Unavailable, "no target of this route is available")
 }
 
 // skipped is the error for a target that was not tried at all.

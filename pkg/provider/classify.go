@@ -16,6 +16,20 @@ import (
 // the key pool set that key aside.
 const CodeProviderCredentials = "provider_credentials"
 
+// CodeUnsupportedFeature marks an invalid_request for a feature a target
+// cannot honour (n>1 on Anthropic, audio on Bedrock, ...). Adapters return it
+// before any network call. The failover engine skips such a target and
+// tries the next one; only when no target of the chain can honour the
+// request does the client get this error, naming the feature and target.
+const CodeUnsupportedFeature = "unsupported_feature"
+
+// Unsupported is the error for a feature (a request field, named by param)
+// that target ("provider/model") cannot honour.
+func Unsupported(target, param, feature string) *gwerr.Error {
+	return &gwerr.Error{Category: gwerr.InvalidRequest, Param: param, Code: CodeUnsupportedFeature,
+		Message: feature + " is not supported by target " + target}
+}
+
 // StatusError builds the error for a non-success upstream response: status
 // and the provider's error type (e.g. "overloaded_error") decide the
 // category; detail is upstream text that the caller may see only for its

@@ -55,7 +55,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, rid string) {
 		return
 	}
 	caller := CallerFrom(r.Context())
-	x.rec.Team = caller.Team
+	x.rec.Team, x.rec.KeyID = caller.Team, caller.KeyID
 	tag, terr := requestTag(r, req)
 	if terr != nil {
 		x.fail(terr)

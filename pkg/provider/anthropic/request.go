@@ -9,6 +9,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // Request translation, OpenAI Chat Completions -> Anthropic Messages.
@@ -71,7 +72,7 @@ type translator struct {
 
 // unsupported is the error for a feature the target cannot honour.
 func (t *translator) unsupported(param, feature string) *gwerr.Error {
-	return &gwerr.Error{Category: gwerr.InvalidRequest, Param: param, Code: "unsupported_parameter",
+	return &gwerr.Error{Category: gwerr.InvalidRequest, Param: param, Code: provider.CodeUnsupportedFeature,
 		Message: fmt.Sprintf("%s is not supported by target %s (Anthropic Messages API)", feature, t.target)}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // request is the translated Converse request: the fields Converse and
@@ -62,7 +63,7 @@ func unsupported(target, param, feature, why string) *gwerr.Error {
 	if why != "" {
 		msg += ": " + why
 	}
-	e := gwerr.New(gwerr.InvalidRequest, "%s", msg).WithCode("unsupported_feature")
+	e := gwerr.New(gwerr.InvalidRequest, "%s", msg).WithCode(provider.CodeUnsupportedFeature)
 	if param != "" {
 		e.Param = param
 	}
