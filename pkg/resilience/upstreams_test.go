@@ -72,6 +72,7 @@ type fake struct {
 	cancelled atomic.Int64 // handlers that saw the caller leave
 	completed atomic.Int64 // streams and bodies written to their end
 	plan      atomic.Pointer[func(r *http.Request, body []byte, n int) script]
+	forget    atomic.Bool // keep no request headers and bodies
 	mu        sync.Mutex
 	headers   []http.Header
 	bodies    [][]byte
@@ -113,11 +114,13 @@ func (f *fake) addr() string { return strings.TrimPrefix(f.URL, "http://") }
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	n := int(f.hits.Add(1))
-	f.mu.Lock()
-	f.headers = append(f.headers, r.Header.Clone())
-	f.bodies = append(f.bodies, body)
-	f.hosts = append(f.hosts, r.Host)
-	f.mu.Unlock()
+	if !f.forget.Load() {
+		f.mu.Lock()
+		f.headers = append(f.headers, r.Header.Clone())
+		f.bodies = append(f.bodies, body)
+		f.hosts = append(f.hosts, r.Host)
+		f.mu.Unlock()
+	}
 	sc := (*f.plan.Load())(r, body, n)
 	ctx := r.Context()
 	wi := wireFor(f.kind, body)
