@@ -132,6 +132,18 @@ type Status struct {
 	Available        bool      `json:"available"`
 	UnavailableUntil time.Time `json:"unavailable_until,omitzero"`
 	Disabled         bool      `json:"disabled,omitempty"`
+	// Reason is why the key is not available: "disabled", "rate_limited"
+	// or "low_headroom"; empty when it is.
+	Reason string `json:"reason,omitempty"`
+	// Headroom is the provider's last reported remaining quota.
+	Headroom []Limit `json:"headroom,omitempty"`
+}
+
+// Limit is one rate-limit dimension's last reported headroom.
+type Limit struct {
+	Dimension string    `json:"dimension"` // requests | tokens | input_tokens | output_tokens
+	Remaining float64   `json:"remaining"`
+	Reset     time.Time `json:"reset,omitzero"`
 }
 
 // Statuses reports every key of a provider for a model.

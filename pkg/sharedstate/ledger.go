@@ -653,11 +653,7 @@ func (l *Ledger) logChanges(cs []keyChange) {
 // ---- reports ----
 
 // Limit is one dimension's last reported headroom.
-type Limit struct {
-	Dimension string    `json:"dimension"` // requests | tokens | input_tokens | output_tokens
-	Remaining float64   `json:"remaining"`
-	Reset     time.Time `json:"reset,omitzero"`
-}
+type Limit = keys.Limit
 
 // KeyStatus is [keys.Status] with what the ledger knows besides: why the
 // key is unusable and its last reported headroom.
@@ -722,6 +718,7 @@ func (l *Ledger) Statuses(provider, model string) []keys.Status {
 	out := make([]keys.Status, len(ks))
 	for i, k := range ks {
 		out[i] = k.Status
+		out[i].Reason, out[i].Headroom = k.Reason, k.Headroom
 	}
 	return out
 }
