@@ -108,6 +108,13 @@ func (f *fake) requestBodies() [][]byte {
 	return append([][]byte(nil), f.bodies...)
 }
 
+// host is the Host header of request i (0-based).
+func (f *fake) host(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hosts[i]
+}
+
 // addr is host:port, for a Toxiproxy upstream.
 func (f *fake) addr() string { return strings.TrimPrefix(f.URL, "http://") }
 
