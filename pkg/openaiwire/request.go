@@ -376,6 +376,9 @@ func (r *ChatRequest) validate(lim Limits) error {
 			return bad("response_format.type", "response_format.type %q is not text, json_object or json_schema", r.ResponseFormat.Type)
 		}
 	}
+	if len(r.Audio) > 0 && r.Audio[0] != '{' && string(r.Audio) != "null" {
+		return bad("audio", "field audio has the wrong type: want an object")
+	}
 	if r.StreamOptions != nil && !r.Stream {
 		return bad("stream_options", "stream_options is only allowed when stream is true")
 	}
