@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +57,10 @@ type script struct {
 	// cutAfter drops the connection after that many words (0: none).
 	midError int
 	cutAfter int
+	// errorFirst sends an in-band error right after the stream's start,
+	// before any content; abort drops the connection before any byte.
+	errorFirst bool
+	abort      bool
 	// echo appends the credentials the request carried (Authorization,
 	// x-api-key, api-key, X-Amz-Security-Token) to every error message and
 	// to a response header: a hostile provider.
@@ -86,6 +93,27 @@ func newFake(t testing.TB, k kind, sc script) *fake {
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// newFakeTLS is newFake over HTTPS (a certificate of its own; see
+// trustFake). The SDK sends a Bedrock API key (bearer) over HTTPS only.
+func newFakeTLS(t testing.TB, k kind, sc script) *fake {
+	f := &fake{kind: k}
+	f.set(func(*http.Request, []byte, int) script { return sc })
+	f.Server = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// trustFake makes the AWS SDK trust a TLS fake's certificate
+// (AWS_CA_BUNDLE, for the rest of the test).
+func trustFake(t *testing.T, f *fake) {
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.Certificate().Raw})
+	if err := os.WriteFile(bundle, pemCert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CA_BUNDLE", bundle)
 }
 
 // set replaces the fake's plan: the script of request n (1-based).
@@ -143,6 +171,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	if sc.firstDelay > 0 && f.sleep(ctx, sc.firstDelay) {
 		return
 	}
+	if sc.abort {
+		panic(http.ErrAbortHandler)
+	}
 	if sc.status != 0 {
 		if sc.retryAfter != "" {
 			w.Header().Set("Retry-After", sc.retryAfter)
@@ -161,6 +192,12 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	fl := w.(http.Flusher)
 	wi.start(w)
 	fl.Flush()
+	if sc.errorFirst {
+		wi.inBandError(w, sc.errType, sc.errMsg)
+		fl.Flush()
+		f.completed.Add(1)
+		return
+	}
 	end := time.Now().Add(foreverBound)
 	for i := 0; sc.forever || i < len(sc.words); i++ {
 		if sc.midError > 0 && i == sc.midError {
@@ -224,7 +261,7 @@ func (f *fake) waitGone(ctx context.Context, bound time.Duration) {
 // credentials is every credential-bearing header of a request, as sent.
 func credentials(r *http.Request) string {
 	var parts []string
-	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "X-Amz-Security-Token"} {
+	for _, h := range []string{"X-Amz-Security-Token", "Authorization", "X-Api-Key", "Api-Key"} {
 		if v := r.Header.Get(h); v != "" {
 			parts = append(parts, h+": "+v)
 		}
