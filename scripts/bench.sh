@@ -433,6 +433,7 @@ stage_profile() {
 		echo "# gwprof (app.RunLocal + pprof listener) under vegeta at $rate req/s (the gateway's saturation rate in this run), ${PROFILE_SECS}s"
 		go tool pprof -top -nodecount=40 "$BIN/gwprof" "$WORK/gw.cpu" 2>/dev/null
 	} >"$RAW/pprof_gateway_saturation.txt"
+	go tool pprof -top -cum -nodecount=120 "$BIN/gwprof" "$WORK/gw.cpu" >"$RAW/pprof_gateway_saturation_cum.txt" 2>/dev/null
 	head -20 "$RAW/pprof_gateway_saturation.txt"
 }
 

@@ -21,6 +21,7 @@ var (
 // StoreResult is one target's DynamoDB calls per request.
 type StoreResult struct {
 	Requests      int                `json:"requests"`
+	Seconds       float64            `json:"seconds"`
 	Errors        int                `json:"errors"`
 	PerOp         map[string]float64 `json:"calls_per_request_by_operation"`
 	ReadsPerReq   float64            `json:"reads_per_request"`
@@ -86,7 +87,7 @@ func runStoreCalls(args []string) error {
 		if err != nil {
 			return err
 		}
-		res := &StoreResult{Requests: r.requests, Errors: r.errors, PerOp: map[string]float64{}, GatewayHeader: r.headers}
+		res := &StoreResult{Requests: r.requests, Seconds: r.elapsed.Seconds(), Errors: r.errors, PerOp: map[string]float64{}, GatewayHeader: r.headers}
 		for op, v := range after {
 			d := v - before[op]
 			if d == 0 || r.requests == 0 {

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -138,9 +139,10 @@ type storeFile struct {
 	Status string `json:"status"`
 	Reason string `json:"reason"`
 	Paths  map[string]struct {
-		Requests     int     `json:"requests"`
-		ReadsPerReq  float64 `json:"reads_per_request"`
-		WritesPerReq float64 `json:"writes_per_request"`
+		Requests     int                `json:"requests"`
+		ReadsPerReq  float64            `json:"reads_per_request"`
+		WritesPerReq float64            `json:"writes_per_request"`
+		PerOp        map[string]float64 `json:"calls_per_request_by_operation"`
 	} `json:"paths"`
 }
 
@@ -457,16 +459,22 @@ func (r *reporter) table(stages map[string]string) []string {
 			if !ok {
 				continue
 			}
-			rows = append(rows, row{name: "DynamoDB calls per request, " + c.name, ratio: "–", rpText: "n/a", tcpText: "n/a", dirText: "n/a",
-				gwText: fmt.Sprintf("%.2f reads, %.2f writes", v.ReadsPerReq, v.WritesPerReq)})
+			rows = append(rows, row{name: fmt.Sprintf("DynamoDB calls per request, %s (%d requests at c=1)", c.name, v.Requests), ratio: "–", rpText: "n/a", tcpText: "n/a", dirText: "n/a",
+				gwText: fmt.Sprintf("%.3f reads, %.3f writes (%s)", v.ReadsPerReq, v.WritesPerReq, perOp(v.PerOp))})
 		}
 		if v, ok := sto.Paths["happy"]; ok {
-			ok := v.ReadsPerReq == 0 && v.WritesPerReq <= 1
-			state := "MET"
-			if !ok {
-				state = "MISSED"
+			var miss []string
+			if v.ReadsPerReq > 0 {
+				miss = append(miss, fmt.Sprintf("%.3f reads per request over 0", v.ReadsPerReq))
 			}
-			goals = append(goals, fmt.Sprintf("DynamoDB reads per request 0 on the warm happy path and at most 1 write: **%s** (%.2f reads, %.2f writes per request)", state, v.ReadsPerReq, v.WritesPerReq))
+			if v.WritesPerReq > 1 {
+				miss = append(miss, fmt.Sprintf("%.3f writes per request over 1", v.WritesPerReq-1))
+			}
+			state := "**MET**"
+			if len(miss) > 0 {
+				state = "**MISSED** by " + strings.Join(miss, " and ")
+			}
+			goals = append(goals, fmt.Sprintf("DynamoDB reads per request 0 on the warm happy path and at most 1 write: %s (%.3f reads, %.3f writes per request: %s)", state, v.ReadsPerReq, v.WritesPerReq, perOp(v.PerOp)))
 		}
 	} else {
 		why := "pending: store not wired (the gateway has no -store flag yet; bench.sh measures this by itself once it has)"
@@ -488,6 +496,22 @@ func (r *reporter) table(stages map[string]string) []string {
 		r.p("| %s | %s | %s | %s | %s | %s |", w.name, w.cell(w.gw, w.gwText), w.cell(w.rp, w.rpText), w.ratioCell(), w.cell(w.tcp, w.tcpText), w.cell(w.direct, w.dirText))
 	}
 	return goals
+}
+
+// perOp renders calls per request by operation, e.g. "PutItem 1.000, UpdateItem 0.003".
+func perOp(m map[string]float64) string {
+	if len(m) == 0 {
+		return "no calls"
+	}
+	ops := make([]string, 0, len(m))
+	for k := range m {
+		ops = append(ops, k)
+	}
+	sort.Strings(ops)
+	for i, k := range ops {
+		ops[i] = fmt.Sprintf("%s %.3f", k, m[k])
+	}
+	return strings.Join(ops, ", ")
 }
 
 func fmtAbs(v *float64, unit string, dec int, prefix string) string {
@@ -593,9 +617,39 @@ func (r *reporter) goBench() {
 	r.p("```")
 }
 
+// hotSpots are the functions whose cumulative share of the gateway's CPU
+// under load the report picks out of pprof -top -cum.
+var hotSpots = []struct{ fn, what string }{
+	{"github.com/llmgw/llmgw/pkg/server.(*Handler).ServeHTTP", "the whole handler"},
+	{"github.com/llmgw/llmgw/pkg/openaiwire.Parse", "request validation (openaiwire.Parse)"},
+	{"github.com/llmgw/llmgw/pkg/failover.(*Router).Open", "chain walk and upstream call until the first content (failover.Router.Open)"},
+	{"github.com/llmgw/llmgw/pkg/server.(*exchange).relay", "relaying the response (server relay)"},
+	{"github.com/llmgw/llmgw/pkg/usage.(*Recorder).Record", "usage record written before the handler returns (usage.Recorder.Record)"},
+	{"go.etcd.io/bbolt.(*Tx).Commit", "of which the embedded store's commit (bbolt Tx.Commit)"},
+	{"syscall.Fdatasync", "of which fdatasync"},
+	{"log/slog.(*Logger).LogAttrs", "the request log line (slog)"},
+	{"runtime.gcBgMarkWorker", "garbage collector (background mark)"},
+}
+
 func (r *reporter) profiles() {
 	r.p("")
 	r.p("## CPU profiles (top of `go tool pprof -top`)")
+	if cum := r.text("pprof_gateway_saturation_cum.txt"); cum != "" {
+		r.p("")
+		r.p("Where the gateway process's CPU goes under the saturation load (cumulative share of all samples, from `raw/pprof_gateway_saturation_cum.txt`):")
+		r.p("")
+		r.p("| function | what | cum |")
+		r.p("|---|---|---:|")
+		for _, h := range hotSpots {
+			for _, l := range strings.Split(cum, "\n") {
+				f := strings.Fields(l)
+				if len(f) >= 6 && f[len(f)-1] == h.fn {
+					r.p("| `%s` | %s | %s |", h.fn[strings.LastIndexByte(h.fn, '/')+1:], h.what, f[4])
+					break
+				}
+			}
+		}
+	}
 	for _, p := range []struct{ file, title string }{
 		{"pprof_gateway_saturation.txt", "gateway process under constant load at its saturation rate (gwprof: the same app.RunLocal plus a loopback pprof listener)"},
 		{"pprof_server_bench.txt", "BenchmarkServerChat (go test -cpuprofile)"},
@@ -635,7 +689,7 @@ func (r *reporter) method() {
 		"Failover: a second gateway with routes whose primary is a loopback port with nothing listening (attempts: 1; `breaker: closed` for the refused case so every request really dials it; automatic breaker warmed until open for the breaker case, cooldown 10m). Attempts 1 isolates the failover mechanics: with the default 2 attempts a full-jitter backoff (mean 50 ms at backoff_base 100ms) would be added, bounded by the retry budget.",
 		"The ReverseProxy floor reads the request body fully before forwarding (like the gateway): a streaming request body makes ReverseProxy cut a few streamed responses under load (golang/go#40747).",
 		"The gateway runs as shipped in local mode: its default embedded store (a bbolt file in the run's temp dir), with the usage record of every request written before the handler returns, and its JSON request log line written to a file (stderr redirected). Those costs are included; `BenchmarkServerChat` (the handler without a store) shows the proxy core alone.",
-		"DynamoDB calls per request: a gateway with `-store dynamodb` against dynalite (the emulator from npm) behind floorproxy's counting mode, which counts requests by X-Amz-Target; warm-up first, then N requests at concurrency 1, counts read before and after (with a pause for background writes).",
+		"DynamoDB calls per request: a gateway with `-store dynamodb` against dynalite (the emulator from npm) behind floorproxy's counting mode, which counts requests by X-Amz-Target; warm-up first, then N requests at concurrency 1, counts read before and after (with a pause for background writes). Writes that are not per request show up as fractions: the shared breaker flushes a target's outcome counts in the background at most once a second (sharedstate.DefaultFlushInterval), so its UpdateItems per request fall as the request rate rises (see the seconds and counts in raw/store.json).",
 	} {
 		r.p("- %s", s)
 	}
