@@ -248,6 +248,9 @@ providers:
 
 	var mu sync.Mutex
 	var responses strings.Builder
+	// One bedrock stream at a time per SDK client: concurrent ones race
+	// inside smithy-go (see TestBedrockConcurrentStreamsStayApart).
+	var brMu sync.Mutex
 	c := newClient(t)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -258,6 +261,10 @@ providers:
 			go func(rq req, stream bool) {
 				defer wg.Done()
 				defer func() { <-sem }()
+				if strings.Contains(rq.route, "br") {
+					brMu.Lock()
+					defer brMu.Unlock()
+				}
 				body := fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"mode:%s"}]}`, rq.route, stream, rq.mode)
 				hr, _ := newRequest(g.URL, strings.NewReader(body))
 				if rq.auth != "" {
