@@ -134,6 +134,7 @@ func testSecretsNeverLeak(t *testing.T, bedrockAuth string) {
 	wrongTeamKey := "llmgw_SENTINELwrongTeamKeyThatIsNotConfigured0123456789"
 	secrets["team key"], secrets["wrong team key"] = teamKey, wrongTeamKey
 
+	modes := []string{"ok", "400", "401", "403", "404", "429", "500", "503", "529", "miderror", "firsterror", "cut", "abort", "stall", "idle"}
 	plan := func(r *http.Request, body []byte, _ int) script {
 		m := modeRE.FindSubmatch(body)
 		if m == nil {
@@ -154,9 +155,11 @@ func testSecretsNeverLeak(t *testing.T, bedrockAuth string) {
 		f.set(plan)
 		fakes[id] = f
 	}
-	// Modes that change what the key ledger knows about a key (401 and 403
-	// set it aside for a day, 429 for a while) get providers of their own,
-	// so they cannot keep the other modes from reaching the upstream.
+	// Every (provider, mode) pair gets a provider of its own: modes that
+	// change what the key ledger knows about a key (401 and 403 set it
+	// aside for a day, 429 for a while) cannot keep the others from
+	// reaching the upstream, and each bedrock SDK client opens at most one
+	// stream (see oneBedrockStream).
 	dead := freeAddr(t)
 	var yb strings.Builder
 	fmt.Fprintf(&yb, `
@@ -184,16 +187,16 @@ providers:
 	model := map[string]string{"oa": "up-model", "az": "up-model", "an": "claude-fake", "br": `"anthropic.claude-fake-v1:0"`}
 	var routes strings.Builder
 	for _, id := range []string{"oa", "az", "an", "br"} {
-		for _, v := range []string{"", "-401", "-403", "-429"} {
-			fmt.Fprintf(&yb, "  %s: %s\n", id+v, fmt.Sprintf(provider[id], fakes[id].URL))
-			fmt.Fprintf(&routes, "  %s: {attempts: 1, targets: [{provider: %s, model: %s}]}\n", id+v, id+v, model[id])
+		for _, mode := range modes {
+			fmt.Fprintf(&yb, "  %s-%s: %s\n", id, mode, fmt.Sprintf(provider[id], fakes[id].URL))
+			fmt.Fprintf(&routes, "  %s-%s: {attempts: 1, targets: [{provider: %s-%s, model: %s}]}\n", id, mode, id, mode, model[id])
 		}
 		scheme := "http://"
 		if id == "br" && bedrockAuth == "bearer" {
 			scheme = "https://"
 		}
-		fmt.Fprintf(&yb, "  dead-%s: %s\n", id, fmt.Sprintf(provider[id], scheme+dead))
-		fmt.Fprintf(&routes, "  dead-%s: {targets: [{provider: dead-%s, model: %s}]}\n", id, id, model[id])
+		fmt.Fprintf(&yb, "  %s-dead: %s\n", id, fmt.Sprintf(provider[id], scheme+dead))
+		fmt.Fprintf(&routes, "  %s-dead: {targets: [{provider: %s-dead, model: %s}]}\n", id, id, model[id])
 	}
 	yaml := yb.String() + "routes:\n" + routes.String()
 	cfg, err := config.Parse([]byte(yaml))
@@ -232,25 +235,17 @@ providers:
 	// Every error path, on every provider kind, streaming and not.
 	type req struct{ route, mode, auth string }
 	var reqs []req
-	modes := []string{"ok", "400", "401", "403", "404", "429", "500", "503", "529", "miderror", "firsterror", "cut", "abort", "stall", "idle"}
-	for _, route := range []string{"oa", "az", "an", "br"} {
+	for _, id := range []string{"oa", "az", "an", "br"} {
 		for _, mode := range modes {
-			switch mode {
-			case "401", "403", "429":
-				reqs = append(reqs, req{route + "-" + mode, mode, teamKey})
-			default:
-				reqs = append(reqs, req{route, mode, teamKey})
-			}
+			reqs = append(reqs, req{id + "-" + mode, mode, teamKey})
 		}
-		reqs = append(reqs, req{"dead-" + route, "ok", teamKey})
+		reqs = append(reqs, req{id + "-dead", "ok", teamKey})
 	}
-	reqs = append(reqs, req{"oa", "ok", wrongTeamKey}, req{"oa", "ok", ""})
+	reqs = append(reqs, req{"oa-ok", "ok", wrongTeamKey}, req{"oa-ok", "ok", ""})
 
 	var mu sync.Mutex
 	var responses strings.Builder
-	// One bedrock stream at a time per SDK client: concurrent ones race
-	// inside smithy-go (see TestBedrockConcurrentStreamsStayApart).
-	var brMu sync.Mutex
+
 	c := newClient(t)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -261,10 +256,6 @@ providers:
 			go func(rq req, stream bool) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if strings.Contains(rq.route, "br") {
-					brMu.Lock()
-					defer brMu.Unlock()
-				}
 				body := fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"mode:%s"}]}`, rq.route, stream, rq.mode)
 				hr, _ := newRequest(g.URL, strings.NewReader(body))
 				if rq.auth != "" {
