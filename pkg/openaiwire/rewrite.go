@@ -3,7 +3,6 @@ package openaiwire
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
@@ -188,7 +187,7 @@ func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 	err := members(body, func(m member) bool {
 		switch m.key {
 		case "model":
-			edits[n] = span{m.start, m.end, strconv.AppendQuote(nil, opt.Model)}
+			edits[n] = span{m.start, m.end, AppendJSONString(nil, opt.Model)}
 			n++
 		case "stream_options":
 			soSeen = true
