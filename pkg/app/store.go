@@ -39,7 +39,9 @@ func OpenStore(ctx context.Context, o StoreOptions) (store.Store, string, error)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, "", err
 		}
-		s, err := embedded.Open(path)
+		// No fsync per commit: a local store survives a gateway crash, and
+		// an fsync per request would dominate local latency.
+		s, err := embedded.Open(path, embedded.WithNoSync())
 		if err != nil {
 			return nil, "", fmt.Errorf("embedded store %s: %w (is another gateway or command using it?)", path, err)
 		}

@@ -122,17 +122,18 @@ func (x *exchange) relay(sess *failover.Session) {
 	} else {
 		h.Set("Content-Type", "application/json")
 	}
+	// The first frame is already buffered (it committed the response). A
+	// non-streaming body is whole: give it a Content-Length, so the client
+	// has its answer without waiting for the record to be written.
+	first, err := sess.Next()
+	if err == nil && !x.stream {
+		h.Set("Content-Length", strconv.Itoa(len(first.Data)))
+	}
 	x.w.WriteHeader(http.StatusOK)
 	x.rec.Status = http.StatusOK
 	x.rec.TTFTMillis = ms(x.h.opts.Now().Sub(x.start))
 	rc := http.NewResponseController(x.w)
-	var err error
-	for {
-		var f provider.Frame
-		f, err = sess.Next()
-		if err != nil {
-			break
-		}
+	for f := first; err == nil; f, err = sess.Next() {
 		if werr := write(x.w, rc, enc.frame(f.Data)); werr != nil {
 			err = failover.ErrClientGone
 			break

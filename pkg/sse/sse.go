@@ -35,7 +35,7 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = 4 << 20
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+	return &Reader{br: bufio.NewReaderSize(r, 4<<10), max: max}
 }
 
 // Next returns the next frame that has data or an event type. At the end of

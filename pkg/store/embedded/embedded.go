@@ -49,6 +49,7 @@ type Store struct {
 	batch    int
 	tmpPath  string        // removed on Close when Open was given no path
 	writeSem chan struct{} // one writer at a time, acquired honouring ctx
+	noSync   bool          // skip fsync per commit (WithNoSync)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,6 +80,14 @@ func WithQueryBatch(n int) Option {
 	}
 }
 
+// WithNoSync skips the fsync after each commit. A committed write then
+// survives a crash of the process (it is in the OS page cache) but not a
+// crash of the machine. The local gateway uses it: an fsync per request was
+// the largest single cost of a local request (see docs/bench).
+func WithNoSync() Option {
+	return func(s *Store) { s.noSync = true }
+}
+
 // Open opens (creating if needed) the store file at path. An empty path
 // means a new temporary file, removed on Close, written without fsync (its
 // contents do not outlive the process anyway): use it for tests and the
@@ -88,7 +97,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	bopts := &bolt.Options{Timeout: 2 * time.Second} // fail instead of hanging on a file locked by another process
+	bopts := &bolt.Options{Timeout: 2 * time.Second, NoSync: s.noSync} // Timeout: fail instead of hanging on a file locked by another process
 	if path == "" {
 		f, err := os.CreateTemp("", "llmgw-store-*.db")
 		if err != nil {
