@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/fakellm"
+)
+
+// BenchmarkAssembledChat is one non-streaming request through the gateway
+// as local mode assembles it (embedded store without fsync, shared
+// breaker and ledger, usage record), against an in-process upstream: the
+// gateway's own cost per request, without the network.
+func BenchmarkAssembledChat(b *testing.B) {
+	up := httptest.NewServer(&fakellm.Handler{Script: &config.FakeScript{Reply: "Hello there, this is a short reply."}})
+	defer up.Close()
+	cfg, err := config.Parse([]byte(`
+providers:
+  p: {kind: openai, base_url: "` + up.URL + `/v1"}
+routes:
+  m: {targets: [{provider: p, model: gpt-4.1}]}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _, err := OpenStore(context.Background(), StoreOptions{StatePath: filepath.Join(b.TempDir(), "state.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := Build(context.Background(), cfg, st, BuildOptions{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AnonymousWithoutTeams: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	body := `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a haiku about gateways and the sea."}]}`
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		g.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+		if w.Code != 200 {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
