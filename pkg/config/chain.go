@@ -18,40 +18,82 @@ type Step struct {
 
 // Chain returns a route's resolved chain: route references spliced in, the
 // targets of disabled providers dropped, and a target that appears twice
-// kept at its first place. ok is false for an unknown route.
+// kept at its first place. ok is false for an unknown route. Chains are
+// resolved once, when the config is loaded; callers must not modify the
+// returned slice.
 func (c *Config) Chain(name string) (steps []Step, r *Route, ok bool) {
 	r, ok = c.Routes[name]
 	if !ok {
 		return nil, nil, false
 	}
-	seen := map[string]bool{}
-	c.appendSteps(&steps, r, seen)
-	return steps, r, true
+	if c.chains == nil {
+		c.resolveChains()
+	}
+	return c.chains[name], r, true
 }
 
-func (c *Config) appendSteps(steps *[]Step, r *Route, seen map[string]bool) {
-	for _, t := range r.Targets {
-		if t.Route != "" {
-			c.appendSteps(steps, c.Routes[t.Route], seen)
-			continue
+// resolveChains resolves every route once. A referenced route's steps take
+// the policy of the route that references it only where the step does not
+// set its own (attempts, first-token timeout); each route is expanded once
+// per referencing policy, so deep or repeated references cost linear time.
+func (c *Config) resolveChains() {
+	type memoKey struct{ route, policyOf string }
+	memo := map[memoKey][]Step{}
+	var expand func(name string, pol *Route) []Step
+	expand = func(name string, pol *Route) []Step {
+		key := memoKey{name, pointerName(c, pol)}
+		if s, ok := memo[key]; ok {
+			return s
 		}
-		p := c.Providers[t.Provider]
-		id := t.Provider + "/" + t.Model
-		if p.Disabled || seen[id] {
-			continue
+		memo[key] = nil // a cycle (rejected at load) expands to nothing
+		var out []Step
+		seen := map[string]bool{}
+		add := func(s Step) {
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				out = append(out, s)
+			}
 		}
-		seen[id] = true
-		s := Step{ID: id, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
-			FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker}
-		if s.Attempts == 0 {
-			s.Attempts = r.Attempts
+		for _, t := range c.Routes[name].Targets {
+			if t.Route != "" {
+				for _, s := range expand(t.Route, pol) {
+					add(s)
+				}
+				continue
+			}
+			p := c.Providers[t.Provider]
+			if p.Disabled {
+				continue
+			}
+			s := Step{ID: t.Provider + "/" + t.Model, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
+				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker}
+			if s.Attempts == 0 {
+				s.Attempts = pol.Attempts
+			}
+			if s.FirstTokenTimeout == 0 {
+				s.FirstTokenTimeout = pol.FirstTokenTimeout.D()
+			}
+			if s.MaxTokens == 0 {
+				s.MaxTokens = 4096
+			}
+			add(s)
 		}
-		if s.FirstTokenTimeout == 0 {
-			s.FirstTokenTimeout = r.FirstTokenTimeout.D()
-		}
-		if s.MaxTokens == 0 {
-			s.MaxTokens = 4096
-		}
-		*steps = append(*steps, s)
+		memo[key] = out
+		return out
 	}
+	chains := make(map[string][]Step, len(c.Routes))
+	for name, r := range c.Routes {
+		chains[name] = expand(name, r)
+	}
+	c.chains = chains
+}
+
+// pointerName names the route whose policy applies, for memoization.
+func pointerName(c *Config, pol *Route) string {
+	for n, r := range c.Routes {
+		if r == pol {
+			return n
+		}
+	}
+	return ""
 }

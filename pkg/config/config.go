@@ -22,6 +22,8 @@ type Config struct {
 	Breaker   BreakerSettings      `json:"breaker,omitempty"`
 	Providers map[string]*Provider `json:"providers"`
 	Routes    map[string]*Route    `json:"routes"`
+
+	chains map[string][]Step // resolved at load, see Chain
 	Teams     map[string]*Team     `json:"teams,omitempty"`
 	Prices    map[string]Price     `json:"prices,omitempty"`
 	Usage     UsageSettings        `json:"usage,omitempty"`

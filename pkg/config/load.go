@@ -229,11 +229,13 @@ func (c *Config) prepare() error {
 			}
 		}
 	}
+	done := map[string]bool{}
 	for _, name := range sortedKeys(c.Routes) {
-		if err := c.checkCycle(name, nil); err != nil {
+		if err := c.checkCycle(name, nil, done); err != nil {
 			return err
 		}
 	}
+	c.resolveChains()
 	return c.prepareTeams()
 }
 
@@ -341,18 +343,24 @@ func (c *Config) validateTarget(at string, t Target) error {
 	return nil
 }
 
-func (c *Config) checkCycle(name string, path []string) error {
+// checkCycle walks route references depth first; done marks routes whose
+// references are known to be acyclic, so each route is walked once.
+func (c *Config) checkCycle(name string, path []string, done map[string]bool) error {
 	if slices.Contains(path, name) {
 		return fmt.Errorf("config: routes.%s: route references form a cycle: %s", path[0], strings.Join(append(path, name), " -> "))
+	}
+	if done[name] {
+		return nil
 	}
 	path = append(path, name)
 	for _, t := range c.Routes[name].Targets {
 		if t.Route != "" {
-			if err := c.checkCycle(t.Route, path); err != nil {
+			if err := c.checkCycle(t.Route, path, done); err != nil {
 				return err
 			}
 		}
 	}
+	done[name] = true
 	return nil
 }
 
