@@ -24,9 +24,9 @@ type Config struct {
 	Routes    map[string]*Route    `json:"routes"`
 
 	chains map[string][]Step // resolved at load, see Chain
-	Teams     map[string]*Team     `json:"teams,omitempty"`
-	Prices    map[string]Price     `json:"prices,omitempty"`
-	Usage     UsageSettings        `json:"usage,omitempty"`
+	Teams  map[string]*Team  `json:"teams,omitempty"`
+	Prices map[string]Price  `json:"prices,omitempty"`
+	Usage  UsageSettings     `json:"usage,omitempty"`
 }
 
 // Server holds listener-level settings.
