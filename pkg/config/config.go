@@ -23,10 +23,11 @@ type Config struct {
 	Providers map[string]*Provider `json:"providers"`
 	Routes    map[string]*Route    `json:"routes"`
 
+	Teams  map[string]*Team `json:"teams,omitempty"`
+	Prices map[string]Price `json:"prices,omitempty"`
+	Usage  UsageSettings    `json:"usage,omitempty"`
+
 	chains map[string][]Step // resolved at load, see Chain
-	Teams  map[string]*Team  `json:"teams,omitempty"`
-	Prices map[string]Price  `json:"prices,omitempty"`
-	Usage  UsageSettings     `json:"usage,omitempty"`
 }
 
 // Server holds listener-level settings.
