@@ -59,6 +59,8 @@ routes:
   m:
     attempts: 1
     targets: [{provider: primary, model: a}, {provider: secondary, model: b}]
+  cold:
+    targets: [{provider: secondary, model: c}]
 `, hash, primary.URL, secondary.URL)
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
@@ -91,12 +93,16 @@ routes:
 	c := newClient(t)
 	auth := []string{"Authorization", "Bearer " + key}
 
+	var requestRoute func(phase string, i int, route string) (ttft, total time.Duration)
 	// request sends one streaming request and returns its time to the
 	// response headers (the first content) and in total.
 	request := func(phase string, i int) (ttft, total time.Duration) {
+		return requestRoute(phase, i, "m")
+	}
+	requestRoute = func(phase string, i int, route string) (ttft, total time.Duration) {
 		t.Helper()
 		start := time.Now()
-		req := strings.NewReader(streamBody)
+		req := strings.NewReader(strings.Replace(streamBody, `"model":"m"`, `"model":"`+route+`"`, 1))
 		hr, _ := newRequest(g.URL, req, auth...)
 		resp, err := c.Do(hr)
 		if err != nil {
@@ -132,8 +138,14 @@ routes:
 		}
 	}
 
-	// The store gets slow: 5 s on every answer.
+	// The store gets slow: 5 s on every answer. The first request goes to
+	// a target neither the breaker nor the key ledger has seen: with no
+	// cache they must ask the store, on the request's path, and give up
+	// after the store timeout (fail-open).
 	px.toxic(t, "slow-store", "latency", "downstream", `{"latency":5000}`)
+	if ttft, _ := requestRoute("cold target", 0, "cold"); ttft > 2*time.Second {
+		t.Errorf("a cold target waited %v for its first content with a slow store: store calls on the request path are not bounded", ttft)
+	}
 	n := 12
 	if testing.Short() {
 		n = 6
@@ -156,8 +168,8 @@ routes:
 	if primary.hits.Load() != 2 {
 		t.Errorf("the tripped primary was called %d more times while the store was slow: cached breaker state was not used", primary.hits.Load()-2)
 	}
-	recs := g.waitRecords(t, 4+n)
-	for _, rec := range recs[4:] {
+	recs := g.waitRecords(t, 5+n)
+	for _, rec := range recs[5:] {
 		if len(rec.Attempts) == 0 || rec.Attempts[0].Skipped != "breaker_open" || rec.Outcome != "ok" {
 			t.Errorf("record during the slow store = %+v", rec)
 		}
@@ -170,8 +182,8 @@ routes:
 	for i := 0; i < 3; i++ {
 		request("recovered", i)
 	}
-	recs = g.waitRecords(t, 4+n+3)
-	for _, rec := range recs[4+n:] {
+	recs = g.waitRecords(t, 5+n+3)
+	for _, rec := range recs[5+n:] {
 		if _, ok, err := st.Get(ctx, store.UsageKey("t1", rec.Time, rec.RequestID)); err != nil || !ok {
 			t.Errorf("record %s after recovery not stored (ok %v, err %v)", rec.RequestID, ok, err)
 		}
