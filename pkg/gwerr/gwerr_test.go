@@ -51,3 +51,13 @@ func TestAsWrapsUnknownErrors(t *testing.T) {
 		t.Errorf("As = %+v", e)
 	}
 }
+
+func TestRedactAWSSessionTokensAndSignatures(t *testing.T) {
+	in := "request credentials: X-Amz-Security-Token: IQoJb3JpZ2luX2VjSENTINELsession/////////wEaCXVzLWVhc3QtMSJHMEUCIQD+token==; Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261130/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
+	got := Redact(in)
+	for _, leak := range []string{"SENTINEL", "IQoJb3", "AKIDEXAMPLE", "5d672d79c15b"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("Redact left %q in %q", leak, got)
+		}
+	}
+}

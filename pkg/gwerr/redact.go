@@ -9,9 +9,10 @@ import (
 // maxDetail caps upstream detail shown to a client.
 const maxDetail = 300
 
-// credentialish matches strings that look like credentials: bearer tokens,
-// common provider key prefixes, AWS access key ids and long opaque tokens.
-var credentialish = regexp.MustCompile(`(?i)(bearer\s+\S+|\b(sk|gsk|xai|pk|rk)-[A-Za-z0-9_\-]{6,}|\bsk-ant-[A-Za-z0-9_\-]+|\bA(KIA|SIA)[A-Z0-9]{12,}|\b[A-Za-z0-9_\-]{40,})`)
+// credentialish matches strings that look like credentials: bearer and
+// AWS signature headers, common provider key prefixes, AWS access key ids,
+// and long opaque tokens (base64 or URL-safe: session tokens, JWTs).
+var credentialish = regexp.MustCompile(`(?i)((bearer|x-amz-security-token:?|credential=|signature=)\s*\S+|\b(sk|gsk|xai|pk|rk)-[A-Za-z0-9_\-]{6,}|\bsk-ant-[A-Za-z0-9_\-]+|\bA(KIA|SIA)[A-Z0-9]{12,}|[A-Za-z0-9_\-+/]{32,}={0,2})`)
 
 // Redact prepares upstream text for a client: every exact secret given is
 // removed, anything credential-shaped is masked, control characters are

@@ -31,6 +31,7 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		"part type":         {`{"model":"m","messages":[{"role":"user","content":[{"type":"hologram"}]}]}`, "messages[0].content[0].type", "hologram"},
 		"tool no id":        {`{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id", ""},
 		"duplicate model":   {`{"model":"m","model":"other","messages":[{"role":"user","content":"x"}]}`, "model", "more than once"},
+		"case variant":      {`{"model":"m","MODEL":"other","messages":[{"role":"user","content":"x"}]}`, "MODEL", "case-sensitive"},
 		"api_base":          {`{"model":"m","api_base":"http://evil","messages":[{"role":"user","content":"x"}]}`, "api_base", "upstream addresses"},
 		"base_url":          {`{"model":"m","base_url":"http://evil","messages":[{"role":"user","content":"x"}]}`, "base_url", ""},
 		"tool_choice":       {`{"model":"m","tool_choice":"sometimes","messages":[{"role":"user","content":"x"}]}`, "tool_choice", ""},

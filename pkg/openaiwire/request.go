@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -243,6 +244,17 @@ var redirectFields = map[string]bool{
 	"custom_llm_provider": true, "endpoint": true, "organization": true, "extra_headers": true,
 }
 
+// knownFields are the JSON names of ChatRequest's fields.
+var knownFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeOf(ChatRequest{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}()
+
 var validRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // Parse validates a chat completion request body and returns its view. Every
@@ -274,6 +286,11 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 		return nil, err
 	}
 	for k := range keys {
+		// encoding/json matches field names case-insensitively, upstreams do
+		// not: {"MODEL": ...} would route on one model and send another.
+		if lk := strings.ToLower(k); lk != k && (knownFields[lk] || redirectFields[lk]) {
+			return nil, gwerr.New(gwerr.InvalidRequest, "field %q must be written %q (field names are case-sensitive)", k, lk).WithParam(k)
+		}
 		if redirectFields[k] {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
 		}
