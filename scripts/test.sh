@@ -2,10 +2,12 @@
 # Runs every test of the gateway on a fresh machine: installs what the tests
 # need (Go modules, dynalite from npm for the DynamoDB tests, the jsii runtime
 # comes with node for the CDK tests), then vet, the race-enabled test suite
-# and the CDK synthesis tests.
+# (soak and 1,000-stream tests in their short mode), a short fuzz run of every
+# fuzz target, a smoke run of the benchmark harness, and the CDK synthesis
+# and cdk-nag tests.
 #
 # Usage: ./scripts/test.sh          (everything)
-#        SHORT=1 ./scripts/test.sh  (skip the CDK synthesis tests, faster)
+#        SHORT=1 ./scripts/test.sh  (only vet and the Go test suite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,10 +24,17 @@ pkgs=$(go list ./... | grep -v '/infra')
 echo "== go vet"
 go vet ./...
 
-echo "== go test -race (gateway packages)"
-go test -race -count=1 -timeout 20m $pkgs
+echo "== go test -race -short (gateway packages)"
+go test -race -short -count=1 -timeout 20m $pkgs
 
 if [ "${SHORT:-}" = "" ]; then
+  echo "== fuzz (short run of every target)"
+  FUZZTIME="${FUZZTIME:-3s}" ./scripts/fuzz.sh
+
+  echo "== benchmark harness (smoke mode: keeps it from rotting; figures are not published)"
+  SMOKE=1 ./scripts/bench.sh > /tmp/llmgw-bench-smoke.log 2>&1 || { tail -50 /tmp/llmgw-bench-smoke.log; exit 1; }
+  tail -3 /tmp/llmgw-bench-smoke.log
+
   echo "== go test (CDK stack synthesis, cdk-nag)"
   go test -count=1 -timeout 30m ./infra/...
 fi
