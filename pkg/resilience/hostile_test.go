@@ -599,6 +599,13 @@ func TestHostileCaseVariantFieldsAreNotReadDifferently(t *testing.T) {
 		// The gateway validates and estimates one conversation, the
 		// upstream gets another.
 		"messages twice": `{"model":"m","messages":[{"role":"user","content":"the upstream gets this one, unvalidated"}],"Messages":[{"role":"user","content":"hi"}]}`,
+		// encoding/json folds case the Unicode way (bytes.EqualFold):
+		// U+017F LATIN SMALL LETTER LONG S matches "s", and it is already
+		// lower case, so strings.ToLower leaves it alone.
+		"long s: stream":                `{"model":"m",` + msgs + `,"ſtream":true}`,
+		"long s: max_tokens twice":      `{"model":"m",` + msgs + `,"max_tokens":100000,"max_tokenſ":10}`,
+		"long s: messages twice":        `{"model":"m","messages":[{"role":"user","content":"the upstream gets this one"}],"meſſages":[{"role":"user","content":"hi"}]}`,
+		"kelvin sign: max_tokens twice": `{"model":"m",` + msgs + `,"max_tokens":100000,"max_toKens":10}`,
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -258,12 +258,14 @@ func (f *fake) waitGone(ctx context.Context, bound time.Duration) {
 	}
 }
 
-// credentials is every credential-bearing header of a request, as sent.
+// credentials is every credential-bearing header of a request, as sent,
+// and each credential again bare (no header name, no "Bearer "), as a
+// provider that quotes "the key you used" would.
 func credentials(r *http.Request) string {
 	var parts []string
 	for _, h := range []string{"X-Amz-Security-Token", "Authorization", "X-Api-Key", "Api-Key"} {
 		if v := r.Header.Get(h); v != "" {
-			parts = append(parts, h+": "+v)
+			parts = append(parts, h+": "+v, "key "+strings.TrimPrefix(v, "Bearer ")+" used")
 		}
 	}
 	return strings.Join(parts, "; ")
