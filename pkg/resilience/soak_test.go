@@ -35,11 +35,11 @@ func soakDuration(t *testing.T) time.Duration {
 // some mid-stream cuts and idle gaps.
 func faultyScript(rng *rand.Rand, reply []string) script {
 	switch p := rng.IntN(100); {
-	case p < 40:
+	case p < 30:
 		return script{status: 503, errMsg: "overloaded"}
-	case p < 55:
+	case p < 40:
 		return script{abort: true}
-	case p < 65:
+	case p < 50:
 		return script{stall: true}
 	case p < 90:
 		return script{words: reply, cutAfter: 1 + rng.IntN(len(reply)-1)}
@@ -272,6 +272,9 @@ routes:
 			fail("record %s says %s via %s, the client saw %s via %s", rec.RequestID, rec.Outcome, rec.Provider, v.outcome, v.provider)
 		}
 		counts["outcome "+rec.Outcome]++
+		if rec.Outcome == "interrupted" || rec.Outcome == "timeout" {
+			counts["mid-stream error"]++
+		}
 		if rec.Outcome == "ok" && rec.FallbackDepth > 0 {
 			counts["failover"]++
 		}
@@ -288,7 +291,7 @@ routes:
 		counts["breaker "+tr] = strings.Count(logs, tr)
 	}
 	t.Logf("%d requests in %v, peak %d goroutines (baseline %d): %v", n, time.Since(start).Round(time.Millisecond), maxG.Load(), baseG, counts)
-	for _, k := range []string{"outcome ok", "outcome interrupted", "failover", "skipped (breaker open)",
+	for _, k := range []string{"outcome ok", "mid-stream error", "failover", "skipped (breaker open)",
 		`breaker "to":"open"`, `breaker "to":"half_open"`, `breaker "from":"half_open","to":"closed"`} {
 		if counts[k] == 0 {
 			t.Errorf("the soak never produced %s: %v", k, counts)
