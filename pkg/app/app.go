@@ -72,7 +72,10 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// ReadTimeout bounds reading a request (headers and body: no
+	// slow-loris holds a handler); responses may stream for as long as they
+	// need.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 120 * time.Second}
 	source := o.ConfigPath
 	if source == "" {
 		source = "built-in demo config (fake providers, no keys needed)"

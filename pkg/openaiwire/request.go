@@ -255,6 +255,23 @@ var knownFields = func() map[string]bool {
 	return m
 }()
 
+// foldsToField reports the known or redirect field that key k matches the
+// way encoding/json matches names (strings.EqualFold, Unicode folding
+// included: "ſtream" is "stream") without being that field.
+func foldsToField(k string) (string, bool) {
+	if knownFields[k] || redirectFields[k] {
+		return "", false
+	}
+	for _, set := range []map[string]bool{knownFields, redirectFields} {
+		for f := range set {
+			if strings.EqualFold(k, f) {
+				return f, true
+			}
+		}
+	}
+	return "", false
+}
+
 var validRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // Parse validates a chat completion request body and returns its view. Every
@@ -288,8 +305,8 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 	for k := range keys {
 		// encoding/json matches field names case-insensitively, upstreams do
 		// not: {"MODEL": ...} would route on one model and send another.
-		if lk := strings.ToLower(k); lk != k && (knownFields[lk] || redirectFields[lk]) {
-			return nil, gwerr.New(gwerr.InvalidRequest, "field %q must be written %q (field names are case-sensitive)", k, lk).WithParam(k)
+		if f, ok := foldsToField(k); ok {
+			return nil, gwerr.New(gwerr.InvalidRequest, "field %q must be written %q (field names are case-sensitive)", k, f).WithParam(k)
 		}
 		if redirectFields[k] {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
