@@ -2,7 +2,6 @@ package lambdaemu_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
 
 	"github.com/llmgw/llmgw/pkg/lambdaemu"
 	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
@@ -58,23 +59,8 @@ func repoRoot() string {
 	}
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is a goroutine-safe buffer (log sinks, process output).
+type lockedBuffer = testkit.SyncBuffer
 
 type function struct {
 	rt             *lambdaemu.Runtime

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+
 	"github.com/rs/zerolog"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -55,23 +57,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe buffer (log sinks, process output).
+type syncBuffer = testkit.SyncBuffer
 
 // gateway is the real gateway handler under test, served on loopback. It
 // collects its usage records (server.Options.Record) and its log lines.

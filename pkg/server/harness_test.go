@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -125,23 +127,8 @@ func completionReply(w http.ResponseWriter, text string) {
 // okHandler answers every request well.
 func okHandler(w http.ResponseWriter, r *http.Request, body []byte, _ int) { okStream(w, r, body) }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe buffer (log sinks, process output).
+type syncBuffer = testkit.SyncBuffer
 
 // gateway is a gateway under test, served on loopback.
 type gateway struct {

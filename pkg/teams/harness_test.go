@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -28,23 +30,8 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe buffer (log sinks, process output).
+type syncBuffer = testkit.SyncBuffer
 
 // upstream is a scripted OpenAI-compatible provider.
 type upstream struct {
