@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,21 @@ func TestDemoConfigIsValid(t *testing.T) {
 		if p.Kind != "fake" || len(p.Keys) != 0 {
 			t.Errorf("demo config needs keys or network: %+v", p)
 		}
+	}
+}
+
+// TestSeedConfigIsValid checks the config the CDK stack seeds into SSM: a
+// deploy must never start the gateway on a config it refuses.
+func TestSeedConfigIsValid(t *testing.T) {
+	b, err := os.ReadFile("../../infra/seed-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte(strings.ReplaceAll(string(b), "STAGE", "test")))
+	if err != nil {
+		t.Fatalf("seed config: %v", err)
+	}
+	if steps, _, ok := c.Chain("claude-sonnet"); !ok || len(steps) != 3 {
+		t.Errorf("claude-sonnet chain = %+v", steps)
 	}
 }
