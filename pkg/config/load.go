@@ -271,6 +271,11 @@ func (p *Provider) validate(at string) error {
 	if p.Fake != nil && p.Kind != "fake" {
 		return fmt.Errorf("config: %s.fake: only kind fake takes a script", at)
 	}
+	switch f := p.Options["max_tokens_field"]; f {
+	case "", "max_tokens", "max_completion_tokens":
+	default:
+		return fmt.Errorf("config: %s.options.max_tokens_field: %q is not max_tokens or max_completion_tokens", at, f)
+	}
 	for i, k := range p.Keys {
 		if (k.Env == "") == (k.SSM == "") {
 			return fmt.Errorf("config: %s.keys[%d]: set exactly one of env or ssm (keys are never written inline)", at, i)

@@ -65,6 +65,9 @@ type Request struct {
 	Policy config.Policy
 	Req    *openaiwire.ChatRequest
 	Body   []byte
+	// CapOutputTokens, when > 0, caps the output of a request whose client
+	// gave no max tokens (see provider.Call.CapOutputTokens).
+	CapOutputTokens int
 }
 
 // Attempt records one try (or one skip) of one target.
@@ -228,7 +231,11 @@ func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key
 	}
 	wd := time.AfterFunc(limit, func() { cancel(errFirstToken) })
 	rec := Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
-	call := &provider.Call{Req: rq.Req, Body: rq.Body, Model: step.Model, MaxTokens: step.MaxTokens, Key: key,
+	maxTokens := step.MaxTokens
+	if c := rq.CapOutputTokens; c > 0 && c < maxTokens {
+		maxTokens = c
+	}
+	call := &provider.Call{Req: rq.Req, Body: rq.Body, Model: step.Model, MaxTokens: maxTokens, CapOutputTokens: rq.CapOutputTokens, Key: key,
 		OnResponse: func(status int, h http.Header) {
 			rec.Status = status
 			r.Keys.Observe(step.Provider, step.Model, key, status, h)

@@ -161,3 +161,20 @@ func BenchmarkRewriteOnly(b *testing.B) {
 		dst, _ = Rewrite(dst, body, RewriteOptions{Model: "gpt-4o-mini-2024-07-18", IncludeUsage: true})
 	}
 }
+
+func TestRewriteAddsAMaxTokensCapOnlyWhenTheClientGaveNone(t *testing.T) {
+	got, _ := Rewrite(nil, []byte(`{"model":"m","messages":[]}`), RewriteOptions{Model: "up", MaxTokens: 77})
+	if string(got) != `{"model":"up","messages":[],"max_tokens":77}` {
+		t.Errorf("added: %s", got)
+	}
+	got, _ = Rewrite(nil, []byte(`{"model":"m","stream":true}`), RewriteOptions{Model: "up", IncludeUsage: true, MaxTokens: 5, MaxTokensField: "max_completion_tokens"})
+	if string(got) != `{"model":"up","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":5}` {
+		t.Errorf("with usage: %s", got)
+	}
+	for _, in := range []string{`{"model":"m","max_tokens":9}`, `{"model":"m","max_completion_tokens":9}`} {
+		got, _ = Rewrite(nil, []byte(in), RewriteOptions{Model: "m", MaxTokens: 77})
+		if string(got) != in {
+			t.Errorf("the client's own limit was changed: %s -> %s", in, got)
+		}
+	}
+}

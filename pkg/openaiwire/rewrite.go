@@ -3,6 +3,7 @@ package openaiwire
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
@@ -170,6 +171,11 @@ func skipValue(b []byte, i int) int {
 type RewriteOptions struct {
 	Model        string // the upstream model id that replaces "model"
 	IncludeUsage bool   // set stream_options.include_usage to true
+	// MaxTokens, when > 0 and the body has neither max_tokens nor
+	// max_completion_tokens, adds MaxTokensField (default "max_tokens")
+	// with this value.
+	MaxTokens      int
+	MaxTokensField string
 }
 
 // Rewrite returns body with only the model replaced and, when asked,
@@ -183,20 +189,25 @@ func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 	}
 	var edits [2]span
 	n := 0
-	var soSeen bool
+	var soSeen, maxSeen bool
 	err := members(body, func(m member) bool {
 		switch m.key {
+		case "max_tokens", "max_completion_tokens":
+			maxSeen = true
 		case "model":
+			if n == len(edits) {
+				return false // not a body Parse accepted (duplicate keys)
+			}
 			edits[n] = span{m.start, m.end, AppendJSONString(nil, opt.Model)}
 			n++
 		case "stream_options":
 			soSeen = true
-			if opt.IncludeUsage {
+			if opt.IncludeUsage && n < len(edits) {
 				edits[n] = span{m.start, m.end, withIncludeUsage(body[m.start:m.end])}
 				n++
 			}
 		}
-		return n < len(edits)
+		return n < len(edits) || opt.MaxTokens > 0
 	})
 	if err != nil {
 		return nil, err
@@ -211,15 +222,27 @@ func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 		out = append(out, e.with...)
 		pos = e.end
 	}
-	if opt.IncludeUsage && !soSeen {
-		end := bytes.LastIndexByte(body, '}')
-		out = append(out, body[pos:end]...)
-		out = append(out, `,"stream_options":{"include_usage":true}`...)
-		out = append(out, body[end:]...)
-		return out, nil
+	addUsage := opt.IncludeUsage && !soSeen
+	addMax := opt.MaxTokens > 0 && !maxSeen
+	if !addUsage && !addMax {
+		return append(out, body[pos:]...), nil
 	}
-	out = append(out, body[pos:]...)
-	return out, nil
+	end := bytes.LastIndexByte(body, '}')
+	out = append(out, body[pos:end]...)
+	if addUsage {
+		out = append(out, `,"stream_options":{"include_usage":true}`...)
+	}
+	if addMax {
+		field := opt.MaxTokensField
+		if field == "" {
+			field = "max_tokens"
+		}
+		out = append(out, `,"`...)
+		out = append(out, field...)
+		out = append(out, `":`...)
+		out = strconv.AppendInt(out, int64(opt.MaxTokens), 10)
+	}
+	return append(out, body[end:]...), nil
 }
 
 // withIncludeUsage returns a stream_options object with include_usage true,

@@ -33,6 +33,11 @@ type Call struct {
 	Model string
 	// MaxTokens is the default for providers that require max_tokens.
 	MaxTokens int
+	// CapOutputTokens, when > 0, is the output the request was admitted
+	// for while the client gave no max tokens: adapters whose API does not
+	// require max tokens must send it anyway (those that do use MaxTokens,
+	// which is already capped).
+	CapOutputTokens int
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
 	Key keys.Key

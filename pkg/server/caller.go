@@ -37,6 +37,12 @@ type Admission struct {
 	Steps  []config.Step
 	Req    *openaiwire.ChatRequest
 	Body   []byte
+	// CapOutputTokens is set by the Admitter when the client asked for no
+	// max tokens but the request was admitted for a bounded output (a plan
+	// ceiling, a budget reservation): the gateway then asks the provider
+	// for at most this many tokens, so real spend cannot outrun the
+	// reservation. 0 means no cap.
+	CapOutputTokens int
 }
 
 // Settle is called exactly once, after the request, with its final record,

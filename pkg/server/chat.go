@@ -75,18 +75,20 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, rid string) {
 		x.fail(gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Model).WithParam("model").WithCode("model_not_allowed"))
 		return
 	}
+	capOut := 0
 	if h.opts.Admit != nil {
-		settle, err := h.opts.Admit(r.Context(), &Admission{Caller: caller, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: body})
+		adm := &Admission{Caller: caller, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: body}
+		settle, err := h.opts.Admit(r.Context(), adm)
 		if err != nil {
 			x.fail(gwerr.As(err))
 			return
 		}
-		x.settle = settle
+		x.settle, capOut = settle, adm.CapOutputTokens
 	}
 
 	ctx, cancel := requestContext(r.Context(), x.start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
 	defer cancel()
-	sess, err := x.rt.router.Open(ctx, &failover.Request{Steps: steps, Policy: route.Policy, Req: req, Body: body}, &x.trace)
+	sess, err := x.rt.router.Open(ctx, &failover.Request{Steps: steps, Policy: route.Policy, Req: req, Body: body, CapOutputTokens: capOut}, &x.trace)
 	if err != nil {
 		if errors.Is(err, failover.ErrClientGone) {
 			x.rec.Outcome, x.rec.Status = "client_cancelled", 499

@@ -15,6 +15,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/llmgw/llmgw/pkg/server"
 )
 
 // Native upstreams that answer "weather in Paris?" with a get_weather tool
@@ -212,3 +214,45 @@ routes:
 }
 
 func optionResponseInto(r **http.Response) option.RequestOption { return option.WithResponseInto(r) }
+
+// TestAdmittedOutputCapReachesEveryProviderKind: when the limiter admits a
+// request without max tokens for a bounded output, the provider is asked
+// for at most that many tokens, whatever its API.
+func TestAdmittedOutputCapReachesEveryProviderKind(t *testing.T) {
+	t.Setenv("ANTHROPIC_TEST_KEY", "sk-ant-test-key-0000000000")
+	anth := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) { anthropicToolCall(w) })
+	oai := newUpstream(t, okHandler)
+	g := newGateway(t, fastPolicy+fmt.Sprintf(`
+providers:
+  anthropic: {kind: anthropic, base_url: %q, keys: [{env: ANTHROPIC_TEST_KEY}]}
+  openai:    {kind: openai, base_url: %q}
+  reasoning: {kind: openai, base_url: %q, options: {max_tokens_field: max_completion_tokens}}
+routes:
+  a: {targets: [{provider: anthropic, model: claude-sonnet-4-5, max_tokens: 8192}]}
+  o: {targets: [{provider: openai, model: gpt-4.1}]}
+  r: {targets: [{provider: reasoning, model: o3}]}
+`, anth.URL, oai.URL+"/v1", oai.URL+"/v1"), func(o *server.Options) {
+		o.Admit = func(_ context.Context, a *server.Admission) (server.Settle, error) {
+			if a.Req.MaxOutputTokens() == 0 {
+				a.CapOutputTokens = 77
+			}
+			return nil, nil
+		}
+	})
+	readAll(t, g.post(t, `{"model":"a","messages":[{"role":"user","content":"hi"}]}`).Body)
+	if !bytes.Contains(anth.body(0), []byte(`"max_tokens":77`)) {
+		t.Errorf("anthropic got %s", anth.body(0))
+	}
+	readAll(t, g.post(t, `{"model":"o","messages":[{"role":"user","content":"hi"}]}`).Body)
+	if !bytes.HasSuffix(oai.body(0), []byte(`,"max_tokens":77}`)) {
+		t.Errorf("openai got %s", oai.body(0))
+	}
+	readAll(t, g.post(t, `{"model":"r","messages":[{"role":"user","content":"hi"}]}`).Body)
+	if !bytes.HasSuffix(oai.body(1), []byte(`,"max_completion_tokens":77}`)) {
+		t.Errorf("reasoning model got %s", oai.body(1))
+	}
+	readAll(t, g.post(t, `{"model":"o","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`).Body)
+	if bytes.Contains(oai.body(2), []byte(`77`)) {
+		t.Errorf("a client's own max_tokens was overridden: %s", oai.body(2))
+	}
+}

@@ -301,6 +301,15 @@ func (l *Limiter) Admit(ctx context.Context, a *server.Admission) (server.Settle
 	for _, s := range scopes {
 		cs = append(cs, counters(a.Caller.Team, s.tag, s.lim, e, now)...)
 	}
+	if e.RequestedOutput <= 0 && (ceiling > 0 || len(cs) > 0) {
+		// The request was admitted for a bounded output: make the provider
+		// keep to it, or real spend could outrun the reservation.
+		perChoice := e.OutputTokens
+		if a.Req != nil && a.Req.N != nil && *a.Req.N > 1 {
+			perChoice /= int64(*a.Req.N)
+		}
+		a.CapOutputTokens = int(perChoice)
+	}
 	if len(cs) == 0 {
 		return nil, nil
 	}

@@ -394,12 +394,21 @@ func TestCeilings(t *testing.T) {
 	cfg := g.cfg.Load()
 	lim := teams.NewLimiter(g.sw, func() *config.Config { return cfg }, nil)
 	lim.Now = g.clk.Now
-	if _, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", chatBody)); err != nil {
+	adm := admission(t, cfg, "search", "", chatBody)
+	if _, err := lim.Admit(ctxT(t), adm); err != nil {
 		t.Fatal(err)
+	}
+	// ... and the provider is asked for at most that many tokens.
+	if adm.CapOutputTokens != 100 {
+		t.Fatalf("output cap = %d, want the ceiling 100", adm.CapOutputTokens)
 	}
 	minute := store.BudgetKey("search", "", "minute", tLimits.Truncate(time.Minute))
 	if got := counterValue(t, g.sw, minute, "tokens"); got != 108 {
 		t.Fatalf("reserved %v tokens, want 108", got)
+	}
+	withMax := admission(t, cfg, "search", "", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`)
+	if _, err := lim.Admit(ctxT(t), withMax); err != nil || withMax.CapOutputTokens != 0 {
+		t.Fatalf("a client's own max_tokens got a cap %d (%v)", withMax.CapOutputTokens, err)
 	}
 	if resp, body := g.call(t, g.keys["search"], chatBody); resp.StatusCode != 200 {
 		t.Fatalf("within ceilings: %d %s", resp.StatusCode, body)

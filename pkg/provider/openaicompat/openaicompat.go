@@ -34,6 +34,11 @@ type Adapter struct {
 	authHeader string
 	headers    map[string]string
 	client     *http.Client
+	// maxTokensField names the field a capped request's output limit is sent
+	// in: "max_tokens" (default: the widest support) or
+	// "max_completion_tokens" (options.max_tokens_field; OpenAI's reasoning
+	// models accept only the latter).
+	maxTokensField string
 }
 
 var _ provider.Provider = (*Adapter)(nil)
@@ -51,14 +56,15 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	if auth == "" {
 		auth = "authorization"
 	}
-	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, headers: p.Headers, client: client}, nil
+	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, headers: p.Headers, client: client,
+		maxTokensField: p.Options["max_tokens_field"]}, nil
 }
 
 // Send implements provider.Provider.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	stream := call.Req.Stream
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(call.Body)+64), call.Body,
-		openaiwire.RewriteOptions{Model: call.Model, IncludeUsage: stream})
+	body, err := openaiwire.Rewrite(make([]byte, 0, len(call.Body)+96), call.Body,
+		openaiwire.RewriteOptions{Model: call.Model, IncludeUsage: stream, MaxTokens: call.CapOutputTokens, MaxTokensField: a.maxTokensField})
 	if err != nil {
 		return nil, err
 	}
