@@ -292,11 +292,20 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 	if !utf8.Valid(body) {
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid UTF-8")
 	}
-	if !json.Valid(body) {
-		return nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
-	}
 	if d := maxDepth(body); d > lim.MaxDepth {
 		return nil, gwerr.New(gwerr.InvalidRequest, "request JSON is nested %d levels deep; the limit is %d", d, lim.MaxDepth)
+	}
+	if body[skipSpace(body, 0)] != '{' {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body must be a JSON object")
+	}
+	// Unmarshal checks the whole document's syntax before decoding (no
+	// separate json.Valid pass). A type error is reported after the key
+	// checks below, which take precedence.
+	var req ChatRequest
+	decodeErr := json.Unmarshal(body, &req)
+	var syntax *json.SyntaxError
+	if errors.As(decodeErr, &syntax) {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
 	}
 	keys, err := topLevelKeys(body)
 	if err != nil {
@@ -312,9 +321,8 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
 		}
 	}
-	var req ChatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, decodeError(err)
+	if decodeErr != nil {
+		return nil, decodeError(decodeErr)
 	}
 	if err := req.validate(lim); err != nil {
 		return nil, err
