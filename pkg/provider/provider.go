@@ -101,3 +101,18 @@ func (u Usage) OpenAI() *openaiwire.Usage {
 // usage a provider did not report: one token per four characters, rounded
 // up. It is deliberately simple and marked as an estimate wherever used.
 func EstimateTokens(chars int) int { return (chars + 3) / 4 }
+
+// SetKeyHeader puts a provider key in the header an adapter is configured
+// for: "authorization" sends it as a Bearer token, any other name (x-api-key,
+// api-key) carries the key as it is. No key, no header: never an empty
+// "Bearer ".
+func SetKeyHeader(h http.Header, header string, k keys.Key) {
+	if k.Secret == "" {
+		return
+	}
+	if header == "authorization" {
+		h.Set("Authorization", "Bearer "+k.Secret)
+		return
+	}
+	h.Set(header, k.Secret)
+}

@@ -106,7 +106,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	for k, v := range a.headers {
 		h.Set(k, v)
 	}
-	setKey(h, a.authHeader, call.Key)
+	provider.SetKeyHeader(h, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
@@ -141,17 +141,6 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	return provider.Single(out, true, u), nil
 }
 
-// setKey puts the key in the configured header; no key, no header.
-func setKey(h http.Header, header string, k keys.Key) {
-	if k.Secret == "" {
-		return
-	}
-	if header == "authorization" {
-		h.Set("Authorization", "Bearer "+k.Secret)
-		return
-	}
-	h.Set(header, k.Secret)
-}
 
 // statusError reads an Anthropic error body ({"type":"error","error":
 // {"type","message"}}) and classifies it: overloaded_error and 529 are

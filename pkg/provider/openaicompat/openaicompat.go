@@ -83,7 +83,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	for k, v := range a.headers {
 		req.Header.Set(k, v)
 	}
-	setKey(req.Header, a.authHeader, call.Key)
+	provider.SetKeyHeader(req.Header, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
@@ -125,18 +125,6 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	return provider.Single(data, ci.Finish, u), nil
 }
 
-// setKey puts the key in the configured header; no key, no header (never an
-// empty "Bearer ").
-func setKey(h http.Header, header string, k keys.Key) {
-	if k.Secret == "" {
-		return
-	}
-	if header == "authorization" {
-		h.Set("Authorization", "Bearer "+k.Secret)
-		return
-	}
-	h.Set(header, k.Secret)
-}
 
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
