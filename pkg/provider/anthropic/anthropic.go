@@ -141,7 +141,6 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	return provider.Single(out, true, u), nil
 }
 
-
 // statusError reads an Anthropic error body ({"type":"error","error":
 // {"type","message"}}) and classifies it: overloaded_error and 529 are
 // overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's

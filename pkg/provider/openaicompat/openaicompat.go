@@ -125,7 +125,6 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	return provider.Single(data, ci.Finish, u), nil
 }
 
-
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
 func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
