@@ -39,9 +39,10 @@ func (c *Config) Chain(name string) (steps []Step, r *Route, ok bool) {
 func (c *Config) resolveChains() {
 	type memoKey struct{ route, policyOf string }
 	memo := map[memoKey][]Step{}
-	var expand func(name string, pol *Route) []Step
-	expand = func(name string, pol *Route) []Step {
-		key := memoKey{name, pointerName(c, pol)}
+	var expand func(name, policyOf string) []Step
+	expand = func(name, policyOf string) []Step {
+		key := memoKey{name, policyOf}
+		pol := c.Routes[policyOf]
 		if s, ok := memo[key]; ok {
 			return s
 		}
@@ -56,7 +57,7 @@ func (c *Config) resolveChains() {
 		}
 		for _, t := range c.Routes[name].Targets {
 			if t.Route != "" {
-				for _, s := range expand(t.Route, pol) {
+				for _, s := range expand(t.Route, policyOf) {
 					add(s)
 				}
 				continue
@@ -82,18 +83,8 @@ func (c *Config) resolveChains() {
 		return out
 	}
 	chains := make(map[string][]Step, len(c.Routes))
-	for name, r := range c.Routes {
-		chains[name] = expand(name, r)
+	for name := range c.Routes {
+		chains[name] = expand(name, name)
 	}
 	c.chains = chains
-}
-
-// pointerName names the route whose policy applies, for memoization.
-func pointerName(c *Config, pol *Route) string {
-	for n, r := range c.Routes {
-		if r == pol {
-			return n
-		}
-	}
-	return ""
 }
