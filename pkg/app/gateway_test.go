@@ -92,16 +92,26 @@ prices:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The usage record is in the store: the rollup sees it, priced.
-	if _, err := g.Roller.Run(context.Background(), time.Now().UTC(), time.Now().UTC()); err != nil {
-		t.Fatal(err)
-	}
-	u, err := http.Get(srv.URL + "/v1/usage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(u.Body)
-	if !strings.Contains(string(body), `"requests": 1`) && !strings.Contains(string(body), `"requests":1`) {
-		t.Errorf("usage = %s", body)
+	// The usage record is in the store: the rollup sees it. The record is
+	// written after the response's last byte (the client may finish
+	// first), so poll until it lands.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		if _, err := g.Roller.Run(context.Background(), time.Now().UTC(), time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		u, err := http.Get(srv.URL + "/v1/usage")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(u.Body)
+		u.Body.Close()
+		if strings.Contains(string(body), `"requests": 1`) || strings.Contains(string(body), `"requests":1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage = %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
