@@ -192,6 +192,7 @@ routes:
 	if !strings.Contains(health, `"window_failures":0`) || strings.Contains(health, `"open"`) {
 		t.Errorf("caller 4xx counted against the breaker: %s", health)
 	}
+	g.waitRecs(t, 5) // every request's log line is written before its record
 	if strings.Contains(g.logs.String(), "SENTINELKEY") {
 		t.Error("key in logs")
 	}
@@ -534,6 +535,7 @@ routes:
 			t.Errorf("status %d body %s", resp.StatusCode, out)
 		}
 	}
+	g.waitRecs(t, 2) // every request's log line is written before its record
 	if strings.Contains(g.logs.String(), "SENTINEL") {
 		t.Errorf("key in logs: %s", g.logs.String())
 	}
@@ -575,6 +577,7 @@ func TestOneLogLinePerRequestWithMetadataOnly(t *testing.T) {
 	bad := newUpstream(t, statusHandler(503, `{"error":{"message":"x"}}`))
 	g := newGateway(t, oneRoute("", bad.URL, up.URL))
 	readAll(t, g.post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"`+sentinel+`"}]}`).Body)
+	g.waitRecs(t, 1)
 	logs := g.logs.String()
 	if strings.Contains(logs, sentinel) || strings.Contains(logs, "COMPLETION-SENTINEL") {
 		t.Fatalf("prompt or completion text logged: %s", logs)
