@@ -205,7 +205,11 @@ func TestSDKStreamedTextWithCachedUsage(t *testing.T) {
 	if acc.Usage.PromptTokens != 2012 || acc.Usage.CompletionTokens != 3 || acc.Usage.PromptTokensDetails.CachedTokens != 1800 {
 		t.Errorf("usage = %+v", acc.Usage)
 	}
-	recs := g.records()
+	// The record is written after the stream's last byte; the SDK stops at [DONE].
+	var recs []usage.Record
+	for deadline := time.Now().Add(5 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		recs = g.records()
+	}
 	if len(recs) != 1 || recs[0].InputTokens != 2012 || recs[0].OutputTokens != 3 || recs[0].CachedTokens != 1800 || recs[0].CacheWriteTokens != 200 || recs[0].Estimated {
 		t.Errorf("usage record = %+v", recs)
 	}
