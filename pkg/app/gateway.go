@@ -73,7 +73,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
-		Record: func(ctx context.Context, rec *usage.Record) {
+		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {
 				o.Metrics.Request(rec)

@@ -235,9 +235,9 @@ routes:
 		// platform's cut, which would have left no event at all.
 		waitFor(t, func() bool { return strings.Contains(f.stdout.String(), `"Errors5xx"`) }, "no usage metrics written for the timed-out stream")
 		// The usage record was written before the invocation ended.
-		var recs []usage.Record
+		var recs []exchange.Record
 		st.Query(context.Background(), store.UsagePK("checkout", time.Now()), "", "", func(it store.Item) bool {
-			var r usage.Record
+			var r exchange.Record
 			if usage.DecodeRecord(it, &r) == nil {
 				recs = append(recs, r)
 			}

@@ -60,7 +60,7 @@ func (e *EMF) emit(doc map[string]any, directives ...directive) {
 // Request emits the per-request metrics: Requests, Fallbacks, Errors5xx and
 // TimeToFirstTokenMs by [Stage] and [Stage, Route]; CostUSD, Requests,
 // Fallbacks and TimeToFirstTokenMs by [Stage, Team].
-func (e *EMF) Request(rec *usage.Record) {
+func (e *EMF) Request(rec *exchange.Record) {
 	team := rec.Team
 	if team == "" {
 		team = "anonymous"

@@ -13,7 +13,7 @@ import (
 func TestRequestEmitsEMFWithTheDashboardsDimensions(t *testing.T) {
 	var buf bytes.Buffer
 	e := &EMF{W: &buf, Stage: "prod", Now: func() time.Time { return time.UnixMilli(1700000000000) }}
-	e.Request(&usage.Record{RequestID: "r1", Route: "gpt", Team: "search", FallbackDepth: 1, Status: 502, TTFTMillis: 12.5, CostUSD: 0.25})
+	e.Request(&exchange.Record{RequestID: "r1", Route: "gpt", Team: "search", FallbackDepth: 1, Status: 502, TTFTMillis: 12.5, CostUSD: 0.25})
 	var doc map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,19 @@
-// Package provider defines the one small interface every upstream adapter
-// implements, and the types that cross it. An adapter turns one attempt (a
-// Call) into a Stream of OpenAI-shaped frames; everything about retries,
+// Package provider is the egress seam: the one small interface every
+// upstream adapter implements, and the types that cross it. An adapter
+// turns one attempt (a Call: the request, the target, a key) into a Stream
+// of canonical events (exchange.Event); everything about retries,
 // fallbacks, breakers and timeouts lives in the failover package and never
-// needs to know which kind of provider it is talking to.
+// needs to know which kind of provider it is talking to. The adapters are
+// the sub-packages; pkg/provider/registry maps each configured kind to one.
 package provider
 
 import (
 	"context"
 	"net/http"
 
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keys"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
 // Provider sends one attempt to one upstream.
@@ -23,21 +26,14 @@ type Provider interface {
 	Send(ctx context.Context, call *Call) (Stream, error)
 }
 
-// Call is one attempt at one target.
+// Call is one attempt at one target: the request as it flows through the
+// gateway, plus what belongs to this attempt only.
 type Call struct {
-	// Req is the validated client request; Body is its raw bytes, which
-	// OpenAI-compatible adapters forward with only the model rewritten.
-	Req  *openaiwire.ChatRequest
-	Body []byte
-	// Model is the upstream model id of the target.
-	Model string
-	// MaxTokens is the default for providers that require max_tokens.
-	MaxTokens int
-	// CapOutputTokens, when > 0, is the output the request was admitted
-	// for while the client gave no max tokens: adapters whose API does not
-	// require max tokens must send it anyway (those that do use MaxTokens,
-	// which is already capped).
-	CapOutputTokens int
+	// Req is the request; adapters read its canonical form (Req.Chat),
+	// or forward Req.Body when the upstream speaks Req.API.
+	Req *exchange.Request
+	// Step is the target: its model id, default max tokens, options.
+	Step config.Step
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
 	Key keys.Key
@@ -47,60 +43,33 @@ type Call struct {
 	OnResponse func(status int, h http.Header)
 }
 
-// Stream yields the frames of one upstream response, translated into the
-// OpenAI wire format.
+// Model is the upstream model id of the target.
+func (c *Call) Model() string { return c.Step.Model }
+
+// MaxTokens is the output limit for providers that require one: the
+// target's default, lowered to the request's admitted cap.
+func (c *Call) MaxTokens() int { return c.Req.MaxTokens(c.Step) }
+
+// Stream yields the events of one upstream response.
 //
-// For a streaming call each frame is the JSON of one chat.completion.chunk.
-// For a non-streaming call there is exactly one frame: the whole
-// chat.completion body. Next returns io.EOF only after the upstream's
-// terminal event (a finish reason and, for SSE, [DONE]); a stream that ends
-// any other way returns an *gwerr.Error (category interrupted, or the
-// upstream's in-band error), never io.EOF.
+// For a streaming call events arrive as the upstream sends them. For a
+// non-streaming call they arrive all at once (a passthrough adapter yields
+// one Raw event holding the whole body). Next returns io.EOF only after
+// the upstream's terminal event (a finish reason and, for SSE, its end
+// marker); a stream that ends any other way returns an *gwerr.Error
+// (category interrupted, or the upstream's in-band error), never io.EOF.
 type Stream interface {
-	Next() (Frame, error)
+	Next() (exchange.Event, error)
 	// Usage returns the tokens counted so far (from the upstream's figures,
 	// or estimated from the text seen when it gave none).
-	Usage() Usage
+	Usage() exchange.TokenUsage
 	// Close releases the connection. It is safe to call more than once.
 	Close() error
 }
 
-// Frame is one unit of output. Data is valid until the next call to Next.
-type Frame struct {
-	Data []byte
-	// Content is true when the frame carries generated output (text,
-	// refusal, reasoning or a tool call): the first such frame commits the
-	// response to this target.
-	Content bool
-	// Finish is true when the frame carries a finish reason.
-	Finish bool
-	// UsageOnly marks the include_usage chunk (choices empty, usage set).
-	// The gateway always asks for it and drops it unless the client asked.
-	UsageOnly bool
-}
-
-// Usage counts one attempt's tokens.
-type Usage struct {
-	Input      int  `json:"input_tokens"`
-	Output     int  `json:"output_tokens"`
-	CacheRead  int  `json:"cache_read_tokens,omitempty"`
-	CacheWrite int  `json:"cache_write_tokens,omitempty"`
-	Estimated  bool `json:"estimated,omitempty"`
-}
-
-// OpenAI returns the usage in the OpenAI shape.
-func (u Usage) OpenAI() *openaiwire.Usage {
-	ou := &openaiwire.Usage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Input + u.Output}
-	if u.CacheRead > 0 || u.CacheWrite > 0 {
-		ou.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CacheRead, CacheCreationTokens: u.CacheWrite}
-	}
-	return ou
-}
-
-// EstimateTokens is the gateway's documented token estimator for text whose
-// usage a provider did not report: one token per four characters, rounded
-// up. It is deliberately simple and marked as an estimate wherever used.
-func EstimateTokens(chars int) int { return (chars + 3) / 4 }
+// Passthrough reports whether an upstream speaking api receives the
+// client's own bytes for req.
+func Passthrough(req *exchange.Request, api exchange.API) bool { return req.API == api }
 
 // SetKeyHeader puts a provider key in the header an adapter is configured
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,

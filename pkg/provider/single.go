@@ -1,25 +1,30 @@
 package provider
 
-import "io"
+import (
+	"io"
 
-// Single returns a Stream of one frame: a whole non-streaming response body.
-func Single(body []byte, finish bool, u Usage) Stream {
-	return &single{frame: Frame{Data: body, Content: true, Finish: finish}, usage: u}
+	"github.com/llmgw/llmgw/pkg/exchange"
+)
+
+// Events returns a Stream over events already in hand: a whole
+// non-streaming response, translated or passed through.
+func Events(u exchange.TokenUsage, evs ...exchange.Event) Stream {
+	return &events{evs: evs, usage: u}
 }
 
-type single struct {
-	frame Frame
-	usage Usage
-	sent  bool
+type events struct {
+	evs   []exchange.Event
+	usage exchange.TokenUsage
 }
 
-func (s *single) Next() (Frame, error) {
-	if s.sent {
-		return Frame{}, io.EOF
+func (s *events) Next() (exchange.Event, error) {
+	if len(s.evs) == 0 {
+		return exchange.Event{}, io.EOF
 	}
-	s.sent = true
-	return s.frame, nil
+	e := s.evs[0]
+	s.evs = s.evs[1:]
+	return e, nil
 }
 
-func (s *single) Usage() Usage { return s.usage }
-func (s *single) Close() error { return nil }
+func (s *events) Usage() exchange.TokenUsage { return s.usage }
+func (s *events) Close() error               { return nil }

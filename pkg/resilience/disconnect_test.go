@@ -51,7 +51,7 @@ routes:
   m: {targets: [{provider: p0, model: up-model}]}
 `, up.URL), func(o *server.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-		o.Record = func(_ context.Context, r *usage.Record) {
+		o.Record = func(_ context.Context, r *exchange.Record) {
 			recMu.Lock()
 			defer recMu.Unlock()
 			if _, ok := recs[r.RequestID]; ok {

@@ -68,7 +68,7 @@ type gateway struct {
 	logs   *syncBuffer
 	served atomic.Int64 // requests that reached the handler
 	mu     sync.Mutex
-	recs   []usage.Record
+	recs   []exchange.Record
 }
 
 // newGateway serves a config given as YAML. Waits between retries are
@@ -82,7 +82,7 @@ func newGateway(t testing.TB, yaml string, opts ...func(*server.Options)) *gatew
 	g := &gateway{logs: &syncBuffer{}}
 	o := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Record: func(_ context.Context, r *usage.Record) {
+		Record: func(_ context.Context, r *exchange.Record) {
 			g.mu.Lock()
 			g.recs = append(g.recs, *r)
 			g.mu.Unlock()
@@ -107,16 +107,16 @@ func newGateway(t testing.TB, yaml string, opts ...func(*server.Options)) *gatew
 	return g
 }
 
-func (g *gateway) records() []usage.Record {
+func (g *gateway) records() []exchange.Record {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([]usage.Record(nil), g.recs...)
+	return append([]exchange.Record(nil), g.recs...)
 }
 
 // waitRecords waits (bounded) until n records exist and returns them; a
 // record is written after the response's last byte, so a client may finish
 // first. More than n is a failure too.
-func (g *gateway) waitRecords(t testing.TB, n int) []usage.Record {
+func (g *gateway) waitRecords(t testing.TB, n int) []exchange.Record {
 	t.Helper()
 	waitFor(t, 10*time.Second, func() bool { return len(g.records()) >= n }, func() string {
 		return fmt.Sprintf("%d usage records, want %d", len(g.records()), n)

@@ -84,7 +84,7 @@ routes:
 		o.Breakers, o.Keys = br, kl
 		o.Authenticate = teams.NewAuthenticator(cfgNow, log).Authenticate
 		o.Admit = teams.NewLimiter(st, cfgNow, log).Admit
-		o.Record = func(ctx context.Context, r *usage.Record) {
+		o.Record = func(ctx context.Context, r *exchange.Record) {
 			recorder.Record(ctx, r)
 			capture(ctx, r)
 		}

@@ -47,7 +47,7 @@ type Admission struct {
 
 // Settle is called exactly once, after the request, with its final record,
 // so a limiter can replace its reservation with what was really spent.
-type Settle func(ctx context.Context, rec *usage.Record)
+type Settle func(ctx context.Context, rec *exchange.Record)
 
 // Authenticator identifies the caller of an API request. It returns a
 // *gwerr.Error to refuse (authentication: 401, identical for every cause).

@@ -26,7 +26,7 @@ type exchange struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	start  time.Time
-	rec    usage.Record
+	rec    exchange.Record
 	trace  failover.Trace
 	stream bool
 	settle Settle
@@ -35,7 +35,7 @@ type exchange struct {
 // chat serves POST /v1/chat/completions.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, rid string) {
 	x := &exchange{h: h, rt: h.current.Load(), w: w, r: r, start: h.opts.Now()}
-	x.rec = usage.Record{RequestID: rid, Time: x.start.UTC(), Outcome: "ok"}
+	x.rec = exchange.Record{RequestID: rid, Time: x.start.UTC(), Outcome: "ok"}
 	defer x.finish()
 	cfg := x.rt.cfg
 
@@ -221,7 +221,7 @@ func (x *exchange) finish() {
 	}
 }
 
-func (h *Handler) logRequest(r *http.Request, rec *usage.Record) {
+func (h *Handler) logRequest(r *http.Request, rec *exchange.Record) {
 	level := slog.LevelInfo
 	if rec.Status >= 500 {
 		level = slog.LevelWarn

@@ -136,19 +136,19 @@ type gateway struct {
 	h       *server.Handler
 	logs    *syncBuffer
 	mu      sync.Mutex
-	records []usage.Record
+	records []exchange.Record
 	sleeps  []time.Duration
 }
 
-func (g *gateway) recs() []usage.Record {
+func (g *gateway) recs() []exchange.Record {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([]usage.Record(nil), g.records...)
+	return append([]exchange.Record(nil), g.records...)
 }
 
 // waitRecs waits until n usage records exist: a record is written after
 // the response's last byte, so a client may finish first.
-func (g *gateway) waitRecs(t *testing.T, n int) []usage.Record {
+func (g *gateway) waitRecs(t *testing.T, n int) []exchange.Record {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(g.recs()) < n && time.Now().Before(deadline) {
@@ -178,7 +178,7 @@ func newGateway(t *testing.T, yaml string, opts ...func(*server.Options)) *gatew
 	g := &gateway{logs: &syncBuffer{}}
 	o := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Record: func(_ context.Context, r *usage.Record) {
+		Record: func(_ context.Context, r *exchange.Record) {
 			g.mu.Lock()
 			g.records = append(g.records, *r)
 			g.mu.Unlock()

@@ -68,7 +68,7 @@ func TestBadInputGetsClear4xxAndNoUpstreamCall(t *testing.T) {
 func TestPanicInRequestPathIsRecovered(t *testing.T) {
 	up := newUpstream(t, okHandler)
 	g := newGateway(t, oneRoute("", up.URL), func(o *server.Options) {
-		o.Record = func(_ context.Context, r *usage.Record) {
+		o.Record = func(_ context.Context, r *exchange.Record) {
 			if r.Route == "m" {
 				panic("hook bug")
 			}

@@ -35,7 +35,7 @@ type Options struct {
 	// Record is called once per request with its usage record, before the
 	// handler returns (on Lambda the environment may freeze right after).
 	// Nil: the record is only logged.
-	Record func(ctx context.Context, rec *usage.Record)
+	Record func(ctx context.Context, rec *exchange.Record)
 	// ResolveKey returns the secret a key reference points at; ok false
 	// skips that key. Nil: environment variables only.
 	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
@@ -62,7 +62,7 @@ type Options struct {
 	Admit Admitter
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
-	Cost func(cfg *config.Config, rec *usage.Record) float64
+	Cost func(cfg *config.Config, rec *exchange.Record) float64
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests

@@ -21,7 +21,7 @@ func benchAdmit(b *testing.B, s store.Store, clk *usagetest.Clock) {
 	lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
 	lim.Now = clk.Now
 	a := admissionB(b, cfg)
-	rec := &usage.Record{Target: "up/up-model", Provider: "up", InputTokens: 100, OutputTokens: 200}
+	rec := &exchange.Record{Target: "up/up-model", Provider: "up", InputTokens: 100, OutputTokens: 200}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		settle, err := lim.Admit(context.Background(), a)

@@ -246,9 +246,9 @@ func (g *gw) call(t *testing.T, key, body string, hdr ...string) (*http.Response
 // records returns the usage records stored for team (the server stamps
 // records with the wall clock: today's partition, and yesterday's just
 // after midnight).
-func (g *gw) records(t *testing.T, team string) []usage.Record {
+func (g *gw) records(t *testing.T, team string) []exchange.Record {
 	t.Helper()
-	var out []usage.Record
+	var out []exchange.Record
 	days := []string{store.Day(time.Now().Add(-time.Minute))}
 	if d := store.Day(time.Now()); d != days[0] {
 		days = append(days, d)
@@ -256,7 +256,7 @@ func (g *gw) records(t *testing.T, team string) []usage.Record {
 	for _, d := range days {
 		day, _ := time.Parse(time.DateOnly, d)
 		err := g.sw.Query(ctxT(t), store.UsagePK(team, day), "", "", func(it store.Item) bool {
-			var r usage.Record
+			var r exchange.Record
 			if err := usage.DecodeRecord(it, &r); err != nil {
 				t.Fatal(err)
 			}

@@ -422,12 +422,12 @@ func (l *Limiter) release(ctx context.Context, timeout time.Duration, cs []count
 // settler returns the Settle of a request that reserved cs.
 func (l *Limiter) settler(cfg *config.Config, cs []counter) server.Settle {
 	var once sync.Once
-	return func(ctx context.Context, rec *usage.Record) {
+	return func(ctx context.Context, rec *exchange.Record) {
 		once.Do(func() { l.settle(ctx, cfg, cs, rec) })
 	}
 }
 
-func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, rec *usage.Record) {
+func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, rec *exchange.Record) {
 	if rec == nil {
 		return
 	}

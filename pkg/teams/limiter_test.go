@@ -177,7 +177,7 @@ func testConcurrentCost(t *testing.T, open usagetest.Opener) {
 	admitted, refusals := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) },
 		func(settle server.Settle) {
 			// The request used exactly its estimate.
-			rec := &usage.Record{Target: "up/up-model", Provider: "up", InputTokens: 107, OutputTokens: 1000}
+			rec := &exchange.Record{Target: "up/up-model", Provider: "up", InputTokens: 107, OutputTokens: 1000}
 			spent.Add(usage.NanoUSD(usage.Cost(cfg, rec)))
 			settle(context.Background(), rec)
 		})
@@ -223,7 +223,7 @@ func testConcurrentCostSettled(t *testing.T, open usagetest.Opener) {
 			mu.Lock()
 			out := rng.IntN(1001) // at most the max_tokens asked for
 			mu.Unlock()
-			rec := &usage.Record{Target: "up/up-model", Provider: "up", InputTokens: 100, OutputTokens: out}
+			rec := &exchange.Record{Target: "up/up-model", Provider: "up", InputTokens: 100, OutputTokens: out}
 			spent.Add(usage.NanoUSD(usage.Cost(cfg, rec)))
 			settle(context.Background(), rec)
 		})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // perMillion converts prices per million tokens.
@@ -13,7 +14,7 @@ const perMillion = 1e6
 // Cost prices a finished request with the config's price table (see
 // [TokenCost]); its signature is server.Options.Cost. A record without a
 // serving target, or whose target has no price, costs 0.
-func Cost(cfg *config.Config, rec *Record) float64 {
+func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 	if cfg == nil || rec == nil || rec.Target == "" {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
 
@@ -71,7 +72,7 @@ func TestCostTable(t *testing.T) {
 		{"output only", "openai/gpt-4o", 0, 2500, 0, 0, 0.025, "2500 x 10 / 1e6"},
 	}
 	for _, c := range cases {
-		rec := &usage.Record{Target: c.target, InputTokens: c.in, OutputTokens: c.out, CachedTokens: c.cached, CacheWriteTokens: c.cacheWrite}
+		rec := &exchange.Record{Target: c.target, InputTokens: c.in, OutputTokens: c.out, CachedTokens: c.cached, CacheWriteTokens: c.cacheWrite}
 		rec.Provider, _, _ = strings.Cut(c.target, "/")
 		got := usage.Cost(cfg, rec)
 		if math.Abs(got-c.want) > 1e-12 {

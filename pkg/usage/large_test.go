@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/failover"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/usage"
@@ -45,11 +45,11 @@ func (h *heapProbe) Query(ctx context.Context, pk, from, to string, fn func(stor
 	})
 }
 
-func largeRecord(day time.Time, i int) usage.Record {
-	return usage.Record{RequestID: fmt.Sprintf("req_%08d", i), Time: day.Add(time.Duration(i) * time.Second), Team: "big",
+func largeRecord(day time.Time, i int) exchange.Record {
+	return exchange.Record{RequestID: fmt.Sprintf("req_%08d", i), Time: day.Add(time.Duration(i) * time.Second), Team: "big",
 		Route: fmt.Sprintf("route-%d", i%300), Tag: fmt.Sprintf("tag-%d", i%7), Outcome: "ok", Status: 200,
 		Target: "openai/gpt-4.1-mini", Provider: "openai", InputTokens: 100 + i%50, OutputTokens: 20, CostUSD: 0.000123,
-		Attempts: []failover.Attempt{{Target: "openai/gpt-4.1-mini", Status: 503, Category: "overloaded", LatencyM: 3},
+		Attempts: []exchange.Attempt{{Target: "openai/gpt-4.1-mini", Status: 503, Category: "overloaded", LatencyM: 3},
 			{Target: "azure/gpt-4.1-mini", Status: 200, LatencyM: 40}}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 )
 
@@ -39,7 +40,7 @@ func NewRecorder(p store.Putter, cfg func() *config.Config, log *slog.Logger) *R
 // Record stores rec, logging (never returning) a failure: its signature is
 // server.Options.Record. The server calls it once per request with a
 // context that survives the client's disconnect.
-func (r *Recorder) Record(ctx context.Context, rec *Record) {
+func (r *Recorder) Record(ctx context.Context, rec *exchange.Record) {
 	if err := r.Write(ctx, rec); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelError, "usage record not stored",
 			slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err))
@@ -50,7 +51,7 @@ func (r *Recorder) Record(ctx context.Context, rec *Record) {
 // stored (same team, time and request id) is a no-op that succeeds. A
 // record without a team is stored under config.AnonymousTeam; its cost is
 // computed from the price table when the record carries none.
-func (r *Recorder) Write(ctx context.Context, rec *Record) error {
+func (r *Recorder) Write(ctx context.Context, rec *exchange.Record) error {
 	cfg := r.config()
 	it, err := recordItem(cfg, rec)
 	if err != nil {
@@ -80,7 +81,7 @@ func (r *Recorder) Write(ctx context.Context, rec *Record) error {
 }
 
 // recordItem builds the stored item of a record.
-func recordItem(cfg *config.Config, rec *Record) (store.Item, error) {
+func recordItem(cfg *config.Config, rec *exchange.Record) (store.Item, error) {
 	cp := *rec
 	if cp.Team == "" {
 		cp.Team = config.AnonymousTeam
@@ -113,8 +114,8 @@ func recordItem(cfg *config.Config, rec *Record) (store.Item, error) {
 
 // DecodeRecord reads a stored usage item back into rec (reusing its
 // Attempts slice).
-func DecodeRecord(it store.Item, rec *Record) error {
-	*rec = Record{Attempts: rec.Attempts[:0]}
+func DecodeRecord(it store.Item, rec *exchange.Record) error {
+	*rec = exchange.Record{Attempts: rec.Attempts[:0]}
 	if err := json.Unmarshal(it.Data, rec); err != nil {
 		return fmt.Errorf("usage: decode %s: %w", it.Key, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 )
 
@@ -53,7 +54,7 @@ type Totals struct {
 }
 
 // add counts one record.
-func (t *Totals) add(r *Record) {
+func (t *Totals) add(r *exchange.Record) {
 	t.Requests++
 	switch r.Outcome {
 	case OutcomeOK:
@@ -106,7 +107,7 @@ type Rollup struct {
 	ComputedAt time.Time `json:"computed_at"`
 }
 
-func (r *Rollup) add(rec *Record) {
+func (r *Rollup) add(rec *exchange.Record) {
 	r.Totals.add(rec)
 	if r.Outcomes == nil {
 		r.Outcomes, r.Routes, r.Tags = map[string]int64{}, map[string]*Totals{}, map[string]*Totals{}
@@ -185,7 +186,7 @@ func (r *Roller) Teams() []string {
 func (r *Roller) Compute(ctx context.Context, team string, day time.Time) (Rollup, error) {
 	day = dayStart(day)
 	out := Rollup{Team: team, Day: store.Day(day), ComputedAt: r.Now().UTC()}
-	var rec Record
+	var rec exchange.Record
 	var bad int
 	var badErr error
 	err := r.store.Query(ctx, store.UsagePK(team, day), "", "", func(it store.Item) bool {

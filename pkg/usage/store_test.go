@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/failover"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/usage/usagetest"
@@ -52,8 +52,8 @@ func countPartition(t *testing.T, s store.Querier, pk string) int {
 	return n
 }
 
-func sampleRecord(team, id string, at time.Time) *usage.Record {
-	return &usage.Record{RequestID: id, Time: at, Team: team, Route: "gpt-4.1-mini", Target: "openai/gpt-4.1-mini",
+func sampleRecord(team, id string, at time.Time) *exchange.Record {
+	return &exchange.Record{RequestID: id, Time: at, Team: team, Route: "gpt-4.1-mini", Target: "openai/gpt-4.1-mini",
 		Provider: "openai", Outcome: "ok", Status: 200, InputTokens: 1000, OutputTokens: 500}
 }
 
@@ -74,7 +74,7 @@ func testRecordOnce(t *testing.T, open usagetest.Opener) {
 	if err != nil || !ok {
 		t.Fatalf("get: %v %v", ok, err)
 	}
-	var back usage.Record
+	var back exchange.Record
 	if err := usage.DecodeRecord(it, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +152,13 @@ func testAnonymousAndTTL(t *testing.T, open usagetest.Opener) {
 
 // genRecords makes n varied records over the days before t0 (and t0's
 // day), some right at midnight.
-func genRecords(seed uint64, n int, teams []string) []*usage.Record {
+func genRecords(seed uint64, n int, teams []string) []*exchange.Record {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	routes := []string{"gpt-4.1-mini", "claude", "nope-unknown"}
 	tags := []string{"", "checkout", "browse"}
 	outcomes := []string{"ok", "ok", "ok", "rate_limited", "client_cancelled", "unavailable", "budget_exceeded"}
 	day0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	var out []*usage.Record
+	var out []*exchange.Record
 	for i := 0; i < n; i++ {
 		var at time.Time
 		switch i % 10 {
@@ -169,13 +169,13 @@ func genRecords(seed uint64, n int, teams []string) []*usage.Record {
 		default:
 			at = day0.Add(time.Duration(rng.Int64N(int64(2*24*time.Hour + 12*time.Hour))))
 		}
-		r := &usage.Record{
+		r := &exchange.Record{
 			RequestID: fmt.Sprintf("req_%06d", i), Time: at, Team: teams[rng.IntN(len(teams))],
 			Route: routes[rng.IntN(len(routes))], Tag: tags[rng.IntN(len(tags))], Outcome: outcomes[rng.IntN(len(outcomes))],
 			FallbackDepth: rng.IntN(3) / 2, InputTokens: rng.IntN(5000), OutputTokens: rng.IntN(2000),
 			CachedTokens: rng.IntN(100), Estimated: rng.IntN(5) == 0, CostUSD: float64(1+rng.IntN(1_000_000)) / 1e7,
 			Target: "openai/gpt-4.1-mini", Provider: "openai",
-			Attempts: []failover.Attempt{{Target: "openai/gpt-4.1-mini", Status: 200, LatencyM: 12.5}},
+			Attempts: []exchange.Attempt{{Target: "openai/gpt-4.1-mini", Status: 200, LatencyM: 12.5}},
 		}
 		out = append(out, r)
 	}
@@ -191,7 +191,7 @@ type want struct {
 	routeCost                                                                    map[string]int64
 }
 
-func expected(recs []*usage.Record) map[[2]string]*want {
+func expected(recs []*exchange.Record) map[[2]string]*want {
 	m := map[[2]string]*want{}
 	for _, r := range recs {
 		team := r.Team

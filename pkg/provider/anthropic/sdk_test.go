@@ -92,7 +92,7 @@ func sse(body []byte) http.HandlerFunc {
 type gateway struct {
 	*httptest.Server
 	mu   sync.Mutex
-	recs []usage.Record
+	recs []exchange.Record
 }
 
 func newGateway(t *testing.T, urls ...string) *gateway {
@@ -113,7 +113,7 @@ func newGateway(t *testing.T, urls ...string) *gateway {
 	g := &gateway{}
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Record: func(_ context.Context, r *usage.Record) { g.mu.Lock(); g.recs = append(g.recs, *r); g.mu.Unlock() },
+		Record: func(_ context.Context, r *exchange.Record) { g.mu.Lock(); g.recs = append(g.recs, *r); g.mu.Unlock() },
 		Sleep:  func(ctx context.Context, d time.Duration) error { return ctx.Err() },
 	})
 	if err != nil {
@@ -124,10 +124,10 @@ func newGateway(t *testing.T, urls ...string) *gateway {
 	return g
 }
 
-func (g *gateway) records() []usage.Record {
+func (g *gateway) records() []exchange.Record {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([]usage.Record(nil), g.recs...)
+	return append([]exchange.Record(nil), g.recs...)
 }
 
 func (g *gateway) sdk() openai.Client {
@@ -206,7 +206,7 @@ func TestSDKStreamedTextWithCachedUsage(t *testing.T) {
 		t.Errorf("usage = %+v", acc.Usage)
 	}
 	// The record is written after the stream's last byte; the SDK stops at [DONE].
-	var recs []usage.Record
+	var recs []exchange.Record
 	for deadline := time.Now().Add(5 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		recs = g.records()
 	}

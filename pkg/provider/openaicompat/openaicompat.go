@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keys"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
@@ -60,11 +61,23 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 		maxTokensField: p.Options["max_tokens_field"]}, nil
 }
 
-// Send implements provider.Provider.
+// Send implements provider.Provider. A Chat Completions request passes
+// through byte for byte (only the model, stream usage and the output cap are
+// rewritten); a request that arrived on another API is encoded from its
+// canonical form, and the answer translated back into events.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	stream := call.Req.Stream
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(call.Body)+96), call.Body,
-		openaiwire.RewriteOptions{Model: call.Model, IncludeUsage: stream, MaxTokens: call.CapOutputTokens, MaxTokensField: a.maxTokensField})
+	rq := call.Req
+	stream := rq.Stream
+	pass := provider.Passthrough(rq, exchange.Chat)
+	src := rq.Body
+	if !pass {
+		var err error
+		if src, err = json.Marshal(rq.Chat); err != nil {
+			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
+		}
+	}
+	body, err := openaiwire.Rewrite(make([]byte, 0, len(src)+96), src,
+		openaiwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: rq.OutputCap, MaxTokensField: a.maxTokensField})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +110,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	ct := resp.Header.Get("Content-Type")
 	if stream && !strings.HasPrefix(ct, "application/json") {
-		return newSSEStream(a.id, resp.Body, len(call.Body)), nil
+		return newSSEStream(a.id, resp.Body, len(body), !pass), nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -115,14 +128,27 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	case !ci.Content && ci.Usage.CompletionTokens == 0:
 		return nil, provider.EmptyResponse(a.id)
 	}
-	u := provider.Usage{Input: ci.Usage.PromptTokens, Output: ci.Usage.CompletionTokens}
-	if ci.Usage.PromptTokensDetails != nil {
-		u.CacheRead = ci.Usage.PromptTokensDetails.CachedTokens
-	}
+	u := usageOf(ci.Usage)
 	if !ci.HasUsage {
-		u = provider.Usage{Input: provider.EstimateTokens(len(call.Body)), Output: provider.EstimateTokens(ci.Chars), Estimated: true}
+		u = exchange.TokenUsage{Input: exchange.EstimateTokens(len(body)), Output: exchange.EstimateTokens(ci.Chars), Estimated: true}
 	}
-	return provider.Single(data, ci.Finish, u), nil
+	if !pass {
+		return provider.Events(u, responseEvents(data, u)...), nil
+	}
+	flags := exchange.HasContent | exchange.Whole
+	if ci.Finish {
+		flags |= exchange.HasFinish
+	}
+	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags}), nil
+}
+
+// usageOf maps OpenAI usage to the gateway's.
+func usageOf(ou openaiwire.Usage) exchange.TokenUsage {
+	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens}
+	if ou.PromptTokensDetails != nil {
+		u.CacheRead = ou.PromptTokensDetails.CachedTokens
+	}
+	return u
 }
 
 // statusError reads an upstream error body and classifies it. The body's

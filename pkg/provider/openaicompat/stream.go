@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
@@ -11,72 +12,92 @@ import (
 
 var timeNow = time.Now
 
-// sseStream relays an OpenAI SSE response frame by frame. Frames are passed
-// through as the upstream sent them: the data bytes are never re-encoded.
+// sseStream reads an OpenAI SSE response. On passthrough every frame is
+// relayed as the upstream sent it (a Raw event: the data bytes are never
+// re-encoded); otherwise each chunk is translated into canonical events.
 type sseStream struct {
-	id       string
-	body     io.ReadCloser
-	r        *sse.Reader
-	reqBytes int
-	usage    provider.Usage
-	hasUsage bool
-	chars    int
-	finished bool
-	done     bool
+	id        string
+	body      io.ReadCloser
+	r         *sse.Reader
+	reqBytes  int
+	translate bool
+	tr        chunkTranslator
+	usage     exchange.TokenUsage
+	hasUsage  bool
+	chars     int
+	finished  bool
+	done      bool
 }
 
-func newSSEStream(id string, body io.ReadCloser, reqBytes int) *sseStream {
-	return &sseStream{id: id, body: body, r: sse.NewReader(body, 0), reqBytes: reqBytes}
+func newSSEStream(id string, body io.ReadCloser, reqBytes int, translate bool) *sseStream {
+	return &sseStream{id: id, body: body, r: sse.NewReader(body, 0), reqBytes: reqBytes, translate: translate}
 }
 
 // Next implements provider.Stream.
-func (s *sseStream) Next() (provider.Frame, error) {
+func (s *sseStream) Next() (exchange.Event, error) {
+	if ev, ok := s.tr.pop(); ok {
+		return ev, nil
+	}
 	if s.done {
-		return provider.Frame{}, io.EOF
+		return exchange.Event{}, io.EOF
 	}
 	for {
 		f, err := s.r.Next()
 		if err != nil {
 			if err == io.EOF {
-				return provider.Frame{}, provider.Interrupted(s.id, "ended without [DONE]", nil)
+				return exchange.Event{}, provider.Interrupted(s.id, "ended without [DONE]", nil)
 			}
-			return provider.Frame{}, provider.Interrupted(s.id, "broke off", err)
+			return exchange.Event{}, provider.Interrupted(s.id, "broke off", err)
 		}
 		if len(f.Data) == 0 {
 			continue
 		}
 		if string(f.Data) == "[DONE]" {
 			if !s.finished {
-				return provider.Frame{}, provider.Interrupted(s.id, "sent [DONE] without a finish_reason", nil)
+				return exchange.Event{}, provider.Interrupted(s.id, "sent [DONE] without a finish_reason", nil)
 			}
 			s.done = true
-			return provider.Frame{}, io.EOF
+			return exchange.Event{}, io.EOF
 		}
 		ci := openaiwire.InspectChunk(f.Data)
 		if ci.Error || string(f.Event) == "error" {
-			return provider.Frame{}, provider.InBandError(s.id, ci.ErrorType)
+			return exchange.Event{}, provider.InBandError(s.id, ci.ErrorType)
 		}
 		if ci.HasUsage {
 			s.hasUsage = true
-			s.usage = provider.Usage{Input: ci.Usage.PromptTokens, Output: ci.Usage.CompletionTokens}
-			if ci.Usage.PromptTokensDetails != nil {
-				s.usage.CacheRead = ci.Usage.PromptTokensDetails.CachedTokens
-			}
+			s.usage = usageOf(ci.Usage)
 		}
 		s.chars += ci.Chars
 		if ci.Finish {
 			s.finished = true
 		}
-		return provider.Frame{Data: f.Data, Content: ci.Content, Finish: ci.Finish, UsageOnly: ci.UsageOnly}, nil
+		if s.translate {
+			s.tr.chunk(f.Data, s.usage)
+			if ev, ok := s.tr.pop(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		var flags exchange.Flags
+		if ci.Content {
+			flags |= exchange.HasContent
+		}
+		if ci.Finish {
+			flags |= exchange.HasFinish
+		}
+		if ci.UsageOnly {
+			flags |= exchange.UsageOnly
+		}
+		return exchange.Event{Kind: exchange.Raw, Raw: f.Data, RawAPI: exchange.Chat, Flags: flags}, nil
 	}
 }
 
 // Usage implements provider.Stream.
-func (s *sseStream) Usage() provider.Usage {
+func (s *sseStream) Usage() exchange.TokenUsage {
 	if s.hasUsage {
 		return s.usage
 	}
-	return provider.Usage{Input: provider.EstimateTokens(s.reqBytes), Output: provider.EstimateTokens(s.chars), Estimated: true}
+	return exchange.TokenUsage{Input: exchange.EstimateTokens(s.reqBytes), Output: exchange.EstimateTokens(s.chars), Estimated: true}
 }
 
 // Close implements provider.Stream.

@@ -1,0 +1,71 @@
+package exchange
+
+import (
+	"context"
+	"time"
+)
+
+// Record is the metadata of one client request: one per request, whatever
+// its outcome. Prompt and completion text never enter a record.
+type Record struct {
+	RequestID string    `json:"request_id"`
+	Time      time.Time `json:"time"`
+	// API is the client API the request arrived on.
+	API API `json:"api,omitempty"`
+	// Team is the caller's team ("anonymous" once stored, for callers
+	// without one).
+	Team string `json:"team,omitempty"`
+	// KeyID names the team key used (its config id, never the key).
+	KeyID         string    `json:"key_id,omitempty"`
+	Tag           string    `json:"tag,omitempty"`
+	Route         string    `json:"route,omitempty"`
+	Target        string    `json:"target,omitempty"`   // provider/model that served
+	Provider      string    `json:"provider,omitempty"` // its provider id
+	Attempts      []Attempt `json:"attempts,omitempty"`
+	FallbackDepth int       `json:"fallback_depth"`
+	// Outcome is "ok", an error category, or "client_cancelled".
+	Outcome       string  `json:"outcome"`
+	Status        int     `json:"status"`
+	Stream        bool    `json:"stream"`
+	TTFTMillis    float64 `json:"ttft_ms,omitempty"`
+	LatencyMillis float64 `json:"latency_ms"`
+	// InputTokens counts every prompt token, cached or not (cache reads
+	// and cache writes included).
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// CachedTokens are the input tokens read from the provider's prompt
+	// cache; CacheWriteTokens those written to it.
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// CacheHit reports that the prompt cache served part of the input
+	// (CachedTokens > 0); set when the record is stored.
+	CacheHit  bool    `json:"cache_hit,omitempty"`
+	Estimated bool    `json:"tokens_estimated,omitempty"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+}
+
+// NewRecord starts the record of a request that has just arrived.
+func NewRecord(r *Request) Record {
+	return Record{RequestID: r.ID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
+}
+
+// Fill copies what the request learned on its way (caller, route, tag,
+// the trace) into the record.
+func (rec *Record) Fill(r *Request) {
+	if r.Caller != nil {
+		rec.Team, rec.KeyID = r.Caller.Team, r.Caller.KeyID
+	}
+	rec.Route, rec.Tag, rec.Stream = r.Route, r.Tag, r.Stream
+	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
+	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
+}
+
+// SetUsage copies an attempt's token counts into the record.
+func (rec *Record) SetUsage(u TokenUsage) {
+	rec.InputTokens, rec.OutputTokens = u.Input, u.Output
+	rec.CachedTokens, rec.CacheWriteTokens, rec.Estimated = u.CacheRead, u.CacheWrite, u.Estimated
+}
+
+// Settle is called exactly once, after a request, with its final record,
+// so that a limiter can replace its reservation with what was really spent.
+type Settle func(ctx context.Context, rec *Record)

@@ -1,0 +1,110 @@
+// Package exchange holds the request-scoped model that every layer of the
+// gateway speaks: the canonical [Request] an ingress decodes and every
+// egress (provider adapter) serves, the [Event]s of a response, the
+// [Attempt] trace the failover engine writes, and the usage [Record] written
+// once per request. The HTTP front, the failover engine, the limiter and the
+// usage recorder all import it; it imports none of them.
+package exchange
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+)
+
+// API names a client-facing wire API (an ingress) or the API an upstream
+// speaks. When the two are the same the gateway passes bytes through.
+type API string
+
+// The APIs the gateway knows.
+const (
+	// Chat is the OpenAI Chat Completions API (POST /v1/chat/completions).
+	Chat API = "chat"
+	// Messages is the Anthropic Messages API (POST /v1/messages).
+	Messages API = "messages"
+	// Responses is the OpenAI Responses API (POST /v1/responses).
+	Responses API = "responses"
+	// Embeddings is the OpenAI embeddings API (POST /v1/embeddings).
+	Embeddings API = "embeddings"
+)
+
+// Request is one client request, from the moment an ingress decoded it to
+// its usage record. One value flows through every layer: the ingress fills
+// the client's part, the limiter sets OutputCap, the failover engine
+// appends to Trace, and the record is built from it at the end.
+type Request struct {
+	// ID is the gateway's request id (x-request-id).
+	ID string
+	// API is the client API the request arrived on.
+	API API
+	// Start is when the request arrived.
+	Start time.Time
+	// Caller is the authenticated identity (never nil once the front has
+	// authenticated; an anonymous caller has an empty Team).
+	Caller *Caller
+	// Tag is the feature tag (x-gateway-tag or metadata.tag), "" if none.
+	Tag string
+
+	// Route is the logical model the client asked for; Steps and Policy
+	// are its resolved fallback chain.
+	Route  string
+	Steps  []config.Step
+	Policy config.Policy
+
+	// Stream is true when the client asked for a streamed response.
+	Stream bool
+	// WantsUsage is true when the client wants usage reported in its
+	// stream (OpenAI's stream_options.include_usage; always true on APIs
+	// that always report usage).
+	WantsUsage bool
+	// Chat is the request in canonical form: the OpenAI chat shape every
+	// translating adapter reads. An ingress of another API decodes into it
+	// (and keeps Body for same-API passthrough).
+	Chat *openaiwire.ChatRequest
+	// Body is the request body exactly as the client sent it. An upstream
+	// that speaks API receives it with only the model (and the output cap)
+	// rewritten.
+	Body []byte
+	// Header holds the client headers an upstream of the same API must
+	// receive unchanged (anthropic-version, anthropic-beta); nil if none.
+	Header http.Header
+
+	// OutputCap, when > 0, is the output the request was admitted for
+	// while the client gave no max tokens: every adapter sends it as the
+	// output limit, so spend cannot outrun the reservation. The limiter
+	// sets it.
+	OutputCap int
+
+	// Trace is what the failover engine did: every attempt and skip, and
+	// which target served.
+	Trace Trace
+}
+
+// MaxTokens is the output limit an attempt at step must send to a provider
+// that requires one: the step's default, lowered to the admitted cap.
+func (r *Request) MaxTokens(step config.Step) int {
+	if c := r.OutputCap; c > 0 && (step.MaxTokens == 0 || c < step.MaxTokens) {
+		return c
+	}
+	return step.MaxTokens
+}
+
+// Caller is the authenticated identity behind a request.
+type Caller struct {
+	// Team is the team id, recorded on every usage record.
+	Team string
+	// KeyID names the team key that was used (its config id, never the key).
+	KeyID string
+	// Admin callers may read every team's usage.
+	Admin bool
+	// Routes limits the routes the caller may use; empty means all.
+	Routes []string
+}
+
+// MayUse reports whether the caller may call a route.
+func (c *Caller) MayUse(route string) bool {
+	return c == nil || len(c.Routes) == 0 || slices.Contains(c.Routes, route)
+}

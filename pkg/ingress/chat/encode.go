@@ -1,0 +1,176 @@
+package chat
+
+import (
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/sse"
+)
+
+// Encoding, canonical events -> Chat Completions:
+//
+//	Raw (chat)      -> the upstream's own bytes (a data frame, or the whole body)
+//	Start           -> the role chunk {"role":"assistant","content":""}; id "chatcmpl-<upstream id>"
+//	Text            -> delta.content
+//	Reasoning       -> delta.reasoning_content
+//	ToolCall        -> delta.tool_calls[{index, id, type, function: {name, arguments: ""}}]
+//	ToolArgs        -> delta.tool_calls[{index, function: {arguments}}]
+//	Finish          -> the finish chunk
+//	Usage           -> the include_usage chunk (choices []), only when the client asked
+//	Signature, RedactedReasoning -> nothing (Chat Completions has no field for them)
+//	End             -> data: [DONE]
+//	Fail            -> one data frame holding the error envelope, and no [DONE]
+
+// chatID is the chat.completion id for an upstream response id.
+func chatID(id string) string {
+	if strings.HasPrefix(id, "chatcmpl-") {
+		return id
+	}
+	return "chatcmpl-" + id
+}
+
+func created(t int64) int64 {
+	if t == 0 {
+		return time.Now().Unix()
+	}
+	return t
+}
+
+// streamEncoder writes SSE frames. It owns one chunk builder, so the
+// translated path allocates nothing per event.
+type streamEncoder struct {
+	b         openaiwire.ChunkBuilder
+	started   bool
+	wantUsage bool
+}
+
+func (e *streamEncoder) ContentType() string { return "text/event-stream; charset=utf-8" }
+
+func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
+	var data []byte
+	switch ev.Kind {
+	case exchange.Raw:
+		if ev.Flags&exchange.UsageOnly != 0 && !e.wantUsage {
+			return dst
+		}
+		return sse.AppendData(dst, ev.Raw)
+	case exchange.Start:
+		if e.started {
+			return dst
+		}
+		e.started = true
+		e.b.Reset(chatID(ev.ID), created(ev.Created), ev.Name)
+		data = e.b.Role()
+	case exchange.Text:
+		data = e.b.Content(ev.Text)
+	case exchange.Reasoning:
+		data = e.b.Reasoning(ev.Text)
+	case exchange.ToolCall:
+		data = e.b.ToolCallStart(ev.Index, ev.ID, ev.Name)
+	case exchange.ToolArgs:
+		data = e.b.ToolCallArguments(ev.Index, ev.Text)
+	case exchange.Finish:
+		data = e.b.Finish(ev.Finish)
+	case exchange.Usage:
+		if !e.wantUsage {
+			return dst
+		}
+		data = e.b.Usage(Usage(ev.Usage))
+	default:
+		return dst
+	}
+	return sse.AppendData(dst, data)
+}
+
+func (e *streamEncoder) End(dst []byte, _ exchange.TokenUsage) []byte {
+	return append(dst, sse.Done...)
+}
+
+func (e *streamEncoder) Fail(dst []byte, ge *gwerr.Error, rid string, u exchange.TokenUsage) []byte {
+	ou := Usage(u)
+	return sse.AppendData(dst, openaiwire.NewErrorEnvelope(ge, rid, &ou).Marshal())
+}
+
+// bodyEncoder builds a non-streaming chat.completion: the upstream's own
+// body on passthrough, else one assembled from the events.
+type bodyEncoder struct {
+	raw       []byte
+	c         openaiwire.Completion
+	text      strings.Builder
+	reasoning strings.Builder
+	hasText   bool
+	calls     []openaiwire.ToolCall
+	finish    string
+	usage     *openaiwire.Usage
+}
+
+func (e *bodyEncoder) ContentType() string { return "application/json" }
+
+func (e *bodyEncoder) Event(dst []byte, ev *exchange.Event) []byte {
+	switch ev.Kind {
+	case exchange.Raw:
+		e.raw = append(e.raw, ev.Raw...)
+	case exchange.Start:
+		e.c.ID, e.c.Created, e.c.Model = chatID(ev.ID), created(ev.Created), ev.Name
+	case exchange.Text:
+		e.hasText = true
+		e.text.WriteString(ev.Text)
+	case exchange.Reasoning:
+		e.reasoning.WriteString(ev.Text)
+	case exchange.ToolCall:
+		for len(e.calls) <= ev.Index {
+			e.calls = append(e.calls, openaiwire.ToolCall{Type: "function"})
+		}
+		e.calls[ev.Index].ID, e.calls[ev.Index].Function.Name = ev.ID, ev.Name
+	case exchange.ToolArgs:
+		if ev.Index >= 0 && ev.Index < len(e.calls) {
+			e.calls[ev.Index].Function.Arguments += ev.Text
+		}
+	case exchange.Finish:
+		e.finish = ev.Finish
+	case exchange.Usage:
+		ou := Usage(ev.Usage)
+		e.usage = &ou
+	}
+	return dst
+}
+
+func (e *bodyEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
+	if e.raw != nil {
+		return append(dst, e.raw...)
+	}
+	msg := openaiwire.CompletionMessage{Role: "assistant", ReasoningContent: e.reasoning.String(), ToolCalls: e.calls}
+	for i := range msg.ToolCalls {
+		if msg.ToolCalls[i].Function.Arguments == "" {
+			msg.ToolCalls[i].Function.Arguments = "{}"
+		}
+	}
+	if e.hasText || len(e.calls) == 0 {
+		s := e.text.String()
+		msg.Content = &s
+	}
+	if e.usage == nil {
+		ou := Usage(u)
+		e.usage = &ou
+	}
+	finish := e.finish
+	if finish == "" {
+		finish = exchange.FinishStop
+	}
+	e.c.Usage = e.usage
+	e.c.Choices = []openaiwire.CompletionChoice{{Message: msg, FinishReason: finish}}
+	out, err := e.c.Marshal()
+	if err != nil { // cannot happen: every field is a plain value
+		return dst
+	}
+	return append(dst, out...)
+}
+
+// Fail cannot be reached: the front sends a non-streaming body only whole,
+// and answers a failure before it with an error response.
+func (e *bodyEncoder) Fail(dst []byte, _ *gwerr.Error, _ string, _ exchange.TokenUsage) []byte {
+	return dst
+}
