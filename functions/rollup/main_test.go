@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -75,7 +76,7 @@ func writeRecords(t *testing.T, s store.Putter, cfg *config.Config, days ...time
 	rec := usage.NewRecorder(s, func() *config.Config { return cfg }, nil)
 	for i, d := range days {
 		for _, team := range []string{"search", "ads", ""} {
-			r := &usage.Record{RequestID: "req_" + team + d.Format("0102") + string(rune('a'+i)), Time: d.Add(time.Hour), Team: team,
+			r := &exchange.Record{RequestID: "req_" + team + d.Format("0102") + string(rune('a'+i)), Time: d.Add(time.Hour), Team: team,
 				Outcome: "ok", InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}
 			if err := rec.Write(context.Background(), r); err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@
 package exchange
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -107,4 +108,19 @@ type Caller struct {
 // MayUse reports whether the caller may call a route.
 func (c *Caller) MayUse(route string) bool {
 	return c == nil || len(c.Routes) == 0 || slices.Contains(c.Routes, route)
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context carrying the authenticated caller, for
+// handlers behind the gateway's authentication (GET /v1/usage).
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the authenticated caller of a request's context (nil
+// outside an authenticated request).
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
 }

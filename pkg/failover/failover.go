@@ -21,9 +21,9 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keys"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
 )
@@ -59,37 +59,6 @@ type Router struct {
 	Now func() time.Time
 }
 
-// Request is one client request bound to a route.
-type Request struct {
-	Steps  []config.Step
-	Policy config.Policy
-	Req    *openaiwire.ChatRequest
-	Body   []byte
-	// CapOutputTokens, when > 0, caps the output of a request whose client
-	// gave no max tokens (see provider.Call.CapOutputTokens).
-	CapOutputTokens int
-}
-
-// Attempt records one try (or one skip) of one target.
-type Attempt struct {
-	Target   string         `json:"target"`
-	Key      string         `json:"key,omitempty"` // fingerprint, never the key
-	Status   int            `json:"status,omitempty"`
-	Category gwerr.Category `json:"category,omitempty"` // empty on success
-	Phase    string         `json:"phase,omitempty"`    // where it failed: first_byte, first_token
-	Skipped  string         `json:"skipped,omitempty"`  // breaker_open, no_key
-	Latency  time.Duration  `json:"-"`
-	LatencyM float64        `json:"latency_ms"`
-}
-
-// Trace is what happened while serving one request.
-type Trace struct {
-	Attempts      []Attempt
-	FallbackDepth int    // index in the chain of the target that served (or was tried last)
-	Target        string // the target that served, "" if none
-	Provider      string // its provider id
-}
-
 func (r *Router) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -115,9 +84,11 @@ func (r *Router) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Open walks the chain until a target produces its first content and
-// returns the committed Session. The error is ErrClientGone, or a
-// *gwerr.Error that the client should see.
-func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, error) {
+// returns the committed Session. Every attempt and skip is appended to
+// rq.Trace. The error is ErrClientGone, or a *gwerr.Error that the client
+// should see.
+func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, error) {
+	tr := &rq.Trace
 	pol := rq.Policy
 	var last, unsupported *gwerr.Error
 	maxDepth := len(rq.Steps) - 1
@@ -132,7 +103,7 @@ func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, er
 			return nil, last
 		}
 		tr.FallbackDepth = depth
-		s, err := r.tryTarget(ctx, rq, step, tr)
+		s, err := r.tryTarget(ctx, rq, step)
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
 			return s, nil
@@ -166,8 +137,8 @@ func (r *Router) Open(ctx context.Context, rq *Request, tr *Trace) (*Session, er
 func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s", msg) }
 
 // tryTarget makes up to step.Attempts attempts at one target.
-func (r *Router) tryTarget(ctx context.Context, rq *Request, step config.Step, tr *Trace) (*Session, error) {
-	pol := rq.Policy
+func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step) (*Session, error) {
+	pol, tr := rq.Policy, &rq.Trace
 	var last *gwerr.Error
 	for n := 1; n <= step.Attempts; n++ {
 		if n == 1 {
@@ -189,16 +160,16 @@ func (r *Router) tryTarget(ctx context.Context, rq *Request, step config.Step, t
 		}
 		done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
 		if err != nil {
-			tr.Attempts = append(tr.Attempts, Attempt{Target: step.ID, Skipped: "breaker_open"})
+			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, ok := r.Keys.Pick(step.Provider, step.Model)
 		if !ok {
 			done(breaker.Ignored)
-			tr.Attempts = append(tr.Attempts, Attempt{Target: step.ID, Skipped: "no_key"})
+			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
 			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
 		}
-		s, err := r.attempt(ctx, rq, step, key, done, tr)
+		s, err := r.attempt(ctx, rq, step, key, done)
 		if err == nil {
 			return s, nil
 		}
@@ -221,21 +192,18 @@ func endErr(ctx context.Context) error {
 	return ErrClientGone
 }
 
-// attempt makes one call and reads up to the first content frame.
-func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key keys.Key, done func(breaker.Outcome), tr *Trace) (*Session, error) {
+// attempt makes one call and reads up to the first content event.
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keys.Key, done func(breaker.Outcome)) (*Session, error) {
+	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
 	limit := step.FirstTokenTimeout
-	if !rq.Req.Stream {
+	if !rq.Stream {
 		limit = rq.Policy.ResponseTimeout.D()
 	}
 	wd := time.AfterFunc(limit, func() { cancel(errFirstToken) })
-	rec := Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
-	maxTokens := step.MaxTokens
-	if c := rq.CapOutputTokens; c > 0 && c < maxTokens {
-		maxTokens = c
-	}
-	call := &provider.Call{Req: rq.Req, Body: rq.Body, Model: step.Model, MaxTokens: maxTokens, CapOutputTokens: rq.CapOutputTokens, Key: key,
+	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
+	call := &provider.Call{Req: rq, Step: step, Key: key,
 		OnResponse: func(status int, h http.Header) {
 			rec.Status = status
 			r.Keys.Observe(step.Provider, step.Model, key, status, h)
@@ -249,7 +217,7 @@ func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key
 		ge, outcome := r.classify(ctx, actx, err, limit)
 		done(outcome)
 		rec.Latency = r.now().Sub(start)
-		rec.LatencyM = ms(rec.Latency)
+		rec.LatencyM = exchange.Millis(rec.Latency)
 		if ge == nil {
 			rec.Category = "client_cancelled"
 			tr.Attempts = append(tr.Attempts, rec)
@@ -264,21 +232,20 @@ func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key
 		return fail(nil, err)
 	}
 	rec.Phase = "first_token"
-	var head []provider.Frame
+	var head []exchange.Event
 	for {
-		f, err := stream.Next()
+		ev, err := stream.Next()
 		if err == io.EOF {
 			return fail(stream, provider.EmptyResponse(step.Provider))
 		}
 		if err != nil {
 			return fail(stream, err)
 		}
-		if f.UsageOnly && !rq.Req.WantsUsage() {
+		if ev.IsUsageOnly() && !rq.WantsUsage {
 			continue
 		}
-		f.Data = append([]byte(nil), f.Data...)
-		head = append(head, f)
-		if f.Content {
+		head = append(head, ev.Clone())
+		if ev.Commits() {
 			break
 		}
 	}
@@ -286,12 +253,12 @@ func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key
 	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	idle.Stop()
 	rec.Latency = r.now().Sub(start)
-	rec.LatencyM = ms(rec.Latency)
+	rec.LatencyM = exchange.Millis(rec.Latency)
 	rec.Phase = ""
 	tr.Attempts = append(tr.Attempts, rec)
 	return &Session{
 		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.Req.WantsUsage(),
+		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.WantsUsage,
 	}, nil
 }
 
@@ -312,5 +279,3 @@ func (r *Router) classify(ctx, actx context.Context, err error, limit time.Durat
 	}
 	return ge, breaker.Ignored
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

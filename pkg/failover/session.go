@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
@@ -20,7 +21,7 @@ type Session struct {
 	// Step is the target that serves.
 	Step config.Step
 
-	head      []provider.Frame
+	head      []exchange.Event
 	stream    provider.Stream
 	ctx       context.Context // the request's
 	actx      context.Context // the attempt's
@@ -33,11 +34,11 @@ type Session struct {
 	endOnce   sync.Once
 }
 
-// Next returns the next frame to send. io.EOF means the upstream finished
+// Next returns the next event to send. io.EOF means the upstream finished
 // cleanly. ErrClientGone means the client left. Any other error is a
 // *gwerr.Error for the mid-stream error event: category interrupted, or
 // timeout when the idle gap or the request deadline ran out.
-func (s *Session) Next() (provider.Frame, error) {
+func (s *Session) Next() (exchange.Event, error) {
 	if len(s.head) > 0 {
 		f := s.head[0]
 		s.head = s.head[1:]
@@ -45,14 +46,14 @@ func (s *Session) Next() (provider.Frame, error) {
 	}
 	for {
 		s.wd.Reset(s.idle)
-		f, err := s.stream.Next()
+		ev, err := s.stream.Next()
 		if err != nil {
-			return f, s.midStream(err)
+			return ev, s.midStream(err)
 		}
-		if f.UsageOnly && !s.wantUsage {
+		if ev.IsUsageOnly() && !s.wantUsage {
 			continue
 		}
-		return f, nil
+		return ev, nil
 	}
 }
 
@@ -81,7 +82,7 @@ func (s *Session) midStream(err error) error {
 }
 
 // Usage returns the tokens counted so far.
-func (s *Session) Usage() provider.Usage { return s.stream.Usage() }
+func (s *Session) Usage() exchange.TokenUsage { return s.stream.Usage() }
 
 // End releases the upstream and tells the breaker how it went: err is what
 // Next returned last (io.EOF for a clean end), or the error that stopped the

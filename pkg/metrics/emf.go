@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // Namespace is the CloudWatch namespace of every gateway metric.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 func TestRequestEmitsEMFWithTheDashboardsDimensions(t *testing.T) {

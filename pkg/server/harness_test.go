@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/internal/testkit"
 
 	"github.com/openai/openai-go/v3"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // upstream is a scripted OpenAI-compatible provider on loopback.

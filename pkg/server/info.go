@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keys"
 )
@@ -25,7 +26,7 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request, rid string) {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
 	}{Object: "list", Data: []modelObject{}}
-	caller := CallerFrom(r.Context())
+	caller := exchange.CallerFrom(r.Context())
 	for _, name := range cfg.RouteNames() {
 		if caller.MayUse(name) {
 			list.Data = append(list.Data, modelObject{ID: name, Object: "model", OwnedBy: "llmgw"})
@@ -42,7 +43,7 @@ func modelPath(p string) (string, bool) {
 
 // model serves GET /v1/models/{id}.
 func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
-	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !CallerFrom(r.Context()).MayUse(id) {
+	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !exchange.CallerFrom(r.Context()).MayUse(id) {
 		writeError(w, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
 		return
 	}

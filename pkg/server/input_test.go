@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 func TestBadInputGetsClear4xxAndNoUpstreamCall(t *testing.T) {

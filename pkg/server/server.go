@@ -18,12 +18,15 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
 	"github.com/llmgw/llmgw/pkg/keys"
-	"github.com/llmgw/llmgw/pkg/providers"
+	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -56,7 +59,8 @@ type Options struct {
 	// anonymous caller, for local use).
 	Authenticate Authenticator
 	// Extra serves more paths (e.g. /v1/usage) behind the same
-	// authentication; the caller is in the request context (CallerFrom).
+	// authentication; the caller is in the request context
+	// (exchange.CallerFrom).
 	Extra map[string]http.Handler
 	// Admit enforces limits and budgets before spend (nil: none).
 	Admit Admitter
@@ -78,6 +82,8 @@ type Handler struct {
 	budget  *retry.Budget
 	pool    *keys.Pool // the default key pool, when Options.Keys is nil
 	current atomic.Pointer[runtimeState]
+	// ingresses maps each POST path to the client API served there.
+	ingresses map[string]ingress.Ingress
 }
 
 // runtimeState is everything derived from one config.
@@ -98,7 +104,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.ResolveKey == nil {
 		opts.ResolveKey = EnvKeys
 	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget()}
+	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{}}
+	for _, e := range ingressregistry.Ingresses {
+		for _, p := range e.Paths {
+			h.ingresses[p] = e.Ingress
+		}
+	}
 	h.budget.Now = opts.Now
 	if h.opts.Breakers == nil {
 		set := breaker.NewSet(cfg.Breaker)
@@ -137,7 +148,7 @@ func EnvKeys(_ context.Context, ref config.KeyRef) (string, bool, error) {
 // Reload swaps in a new config. In-flight requests finish on the old one;
 // breaker and key state carry over.
 func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
-	provs, err := providers.Build(ctx, cfg)
+	provs, err := providerregistry.Build(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -214,14 +225,16 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeError(w, gwerr.As(err), rid)
 		return
 	}
-	r = r.WithContext(withCaller(r.Context(), caller))
-	switch r.URL.Path {
-	case "/v1/chat/completions", "/chat/completions":
+	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
+	if in, ok := h.ingresses[r.URL.Path]; ok {
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, rid, http.MethodPost)
 			return
 		}
-		h.chat(w, r, rid)
+		h.serve(in, w, r, rid)
+		return
+	}
+	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, rid, http.MethodGet)
@@ -289,9 +302,9 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // authenticate runs the Authenticator; without one every caller is anonymous.
-func (h *Handler) authenticate(r *http.Request) (*Caller, error) {
+func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 	if h.opts.Authenticate == nil {
-		return &Caller{}, nil
+		return &exchange.Caller{}, nil
 	}
 	c, err := h.opts.Authenticate(r)
 	if err != nil {
@@ -303,14 +316,12 @@ func (h *Handler) authenticate(r *http.Request) (*Caller, error) {
 	return c, nil
 }
 
-type callerKey struct{}
-
-func withCaller(ctx context.Context, c *Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+// writeError writes an error outside any client API's pipeline (unknown
+// path, method, authentication, panic) in the OpenAI error shape.
+func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
+	return chat.WriteError(w, e, rid, e.Category.Status())
 }
 
-// CallerFrom returns the authenticated caller of a request's context.
-func CallerFrom(ctx context.Context) *Caller {
-	c, _ := ctx.Value(callerKey{}).(*Caller)
-	return c
+func writeErrorStatus(w http.ResponseWriter, e *gwerr.Error, rid string, status int) int {
+	return chat.WriteError(w, e, rid, status)
 }

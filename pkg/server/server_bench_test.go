@@ -15,7 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
-	"github.com/llmgw/llmgw/pkg/providers"
+	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/server"
 )
 
@@ -94,11 +94,11 @@ func (u *benchUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 // only target is an openai provider answered by up.
 func benchHandler(b *testing.B, up http.RoundTripper) http.Handler {
 	b.Helper()
-	orig := providers.Factories["openai"]
-	providers.Factories["openai"] = func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
+	orig := providerregistry.Factories["openai"]
+	providerregistry.Factories["openai"] = func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return openaicompat.New(id, p, &http.Client{Transport: up})
 	}
-	defer func() { providers.Factories["openai"] = orig }()
+	defer func() { providerregistry.Factories["openai"] = orig }()
 	cfg, err := config.Parse([]byte(`
 providers:
   up: {kind: openai, base_url: "http://upstream.invalid/v1"}

@@ -46,8 +46,8 @@ import (
 	"sync/atomic"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
 
@@ -141,10 +141,10 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 // Authenticate identifies the caller of r; its signature is
 // server.Authenticator. Every refusal is the same *gwerr.Error
 // (authentication, 401).
-func (a *Authenticator) Authenticate(r *http.Request) (*server.Caller, error) {
+func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
 	cfg := a.config()
 	if len(cfg.Teams) == 0 && a.AnonymousWithoutTeams {
-		return &server.Caller{}, nil
+		return &exchange.Caller{}, nil
 	}
 	key, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
@@ -164,10 +164,10 @@ func (a *Authenticator) Authenticate(r *http.Request) (*server.Caller, error) {
 	case t == nil || t.Disabled:
 		return a.refuse(r, "disabled team", e.team, e.id)
 	}
-	return &server.Caller{Team: e.team, KeyID: e.id, Admin: t.Admin, Routes: slices.Clone(t.Routes)}, nil
+	return &exchange.Caller{Team: e.team, KeyID: e.id, Admin: t.Admin, Routes: slices.Clone(t.Routes)}, nil
 }
 
-func (a *Authenticator) refuse(r *http.Request, reason, team, keyID string) (*server.Caller, error) {
+func (a *Authenticator) refuse(r *http.Request, reason, team, keyID string) (*exchange.Caller, error) {
 	a.log.LogAttrs(r.Context(), slog.LevelInfo, "authentication refused", slog.String("reason", reason),
 		slog.String("team", team), slog.String("key_id", keyID), slog.String("path", r.URL.Path),
 		slog.String("remote", r.RemoteAddr))
@@ -192,7 +192,7 @@ func bearer(h string) (string, bool) {
 // caller without a team (no Authenticator: local mode) views the
 // "anonymous" team only.
 func UsageViewer(r *http.Request) (usage.Viewer, bool) {
-	c := server.CallerFrom(r.Context())
+	c := exchange.CallerFrom(r.Context())
 	if c == nil {
 		return usage.Viewer{}, false
 	}

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/storetest"
 	"github.com/llmgw/llmgw/pkg/teams"
-	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/usage/usagetest"
 )
 

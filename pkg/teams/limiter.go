@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
-	"github.com/llmgw/llmgw/pkg/provider"
-	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
@@ -43,7 +42,7 @@ const (
 )
 
 // Limiter enforces team and tag limits before any provider spend; its Admit
-// method is server.Options.Admit. Create it with NewLimiter.
+// method is server.Options.Admit (a server.Admitter). Create it with NewLimiter.
 type Limiter struct {
 	store  store.Adder
 	config func() *config.Config
@@ -81,7 +80,7 @@ type Estimate struct {
 }
 
 // EstimateInputTokens estimates a request's prompt tokens before any call:
-// provider.EstimateTokens (one token per 4 bytes of UTF-8, rounded up) over
+// exchange.EstimateTokens (one token per 4 bytes of UTF-8, rounded up) over
 // the text the model reads - every message's text content, name,
 // tool_call_id, tool call names and arguments, and the tools' names,
 // descriptions and parameter schemas - plus MessageOverheadTokens per
@@ -120,19 +119,19 @@ func EstimateInputTokens(req *openaiwire.ChatRequest) int64 {
 	for _, t := range req.Tools {
 		chars += len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
 	}
-	return int64(provider.EstimateTokens(chars)) + fixed
+	return int64(exchange.EstimateTokens(chars)) + fixed
 }
 
 // estimate computes the reservation of a request; ceiling is the tightest
 // max_output_tokens of its scopes (0: none).
-func estimate(cfg *config.Config, a *server.Admission, ceiling int64) Estimate {
-	e := Estimate{InputTokens: EstimateInputTokens(a.Req)}
-	if a.Req != nil {
+func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
+	e := Estimate{InputTokens: EstimateInputTokens(a.Chat)}
+	if a.Chat != nil {
 		switch {
-		case a.Req.MaxCompletionTokens != nil:
-			e.RequestedOutput = int64(*a.Req.MaxCompletionTokens)
-		case a.Req.MaxTokens != nil:
-			e.RequestedOutput = int64(*a.Req.MaxTokens)
+		case a.Chat.MaxCompletionTokens != nil:
+			e.RequestedOutput = int64(*a.Chat.MaxCompletionTokens)
+		case a.Chat.MaxTokens != nil:
+			e.RequestedOutput = int64(*a.Chat.MaxTokens)
 		}
 	}
 	e.OutputTokens = e.RequestedOutput
@@ -147,8 +146,8 @@ func estimate(cfg *config.Config, a *server.Admission, ceiling int64) Estimate {
 			}
 		}
 	}
-	if a.Req != nil && a.Req.N != nil && *a.Req.N > 1 {
-		e.OutputTokens *= int64(*a.Req.N)
+	if a.Chat != nil && a.Chat.N != nil && *a.Chat.N > 1 {
+		e.OutputTokens *= int64(*a.Chat.N)
 	}
 	for _, s := range a.Steps {
 		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
@@ -267,7 +266,7 @@ func joinOr(s []string) string {
 // When the store fails (or takes longer than usage.store_timeout), the
 // request is admitted and the failure logged (usage.fail_closed: false, the
 // default), or refused as unavailable (fail_closed: true).
-func (l *Limiter) Admit(ctx context.Context, a *server.Admission) (server.Settle, error) {
+func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Settle, error) {
 	cfg := l.config()
 	if a == nil || a.Caller == nil || a.Caller.Team == "" {
 		return nil, nil
@@ -305,10 +304,10 @@ func (l *Limiter) Admit(ctx context.Context, a *server.Admission) (server.Settle
 		// The request was admitted for a bounded output: make the provider
 		// keep to it, or real spend could outrun the reservation.
 		perChoice := e.OutputTokens
-		if a.Req != nil && a.Req.N != nil && *a.Req.N > 1 {
-			perChoice /= int64(*a.Req.N)
+		if a.Chat != nil && a.Chat.N != nil && *a.Chat.N > 1 {
+			perChoice /= int64(*a.Chat.N)
 		}
-		a.CapOutputTokens = int(perChoice)
+		a.OutputCap = int(perChoice)
 	}
 	if len(cs) == 0 {
 		return nil, nil
@@ -358,14 +357,14 @@ func (l *Limiter) Admit(ctx context.Context, a *server.Admission) (server.Settle
 }
 
 // checkCeilings enforces the plan ceilings of one scope.
-func checkCeilings(a *server.Admission, lim config.Limits, e Estimate) error {
+func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	if lim.MaxInputTokens > 0 && e.InputTokens > lim.MaxInputTokens {
 		return gwerr.New(gwerr.InvalidRequest, "the request's input is about %d tokens; this team's plan allows %d per request",
 			e.InputTokens, lim.MaxInputTokens).WithParam("messages").WithCode("max_input_tokens_exceeded")
 	}
 	if lim.MaxOutputTokens > 0 && e.RequestedOutput > lim.MaxOutputTokens {
 		param := "max_tokens"
-		if a.Req != nil && a.Req.MaxCompletionTokens != nil {
+		if a.Chat != nil && a.Chat.MaxCompletionTokens != nil {
 			param = "max_completion_tokens"
 		}
 		return gwerr.New(gwerr.InvalidRequest, "%s is %d; this team's plan allows at most %d output tokens per request",
@@ -420,7 +419,7 @@ func (l *Limiter) release(ctx context.Context, timeout time.Duration, cs []count
 }
 
 // settler returns the Settle of a request that reserved cs.
-func (l *Limiter) settler(cfg *config.Config, cs []counter) server.Settle {
+func (l *Limiter) settler(cfg *config.Config, cs []counter) exchange.Settle {
 	var once sync.Once
 	return func(ctx context.Context, rec *exchange.Record) {
 		once.Do(func() { l.settle(ctx, cfg, cs, rec) })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/server"
@@ -57,7 +58,7 @@ func admissionB(b testing.TB, cfg *config.Config) *server.Admission {
 		b.Fatal(err)
 	}
 	steps, _, _ := cfg.Chain(req.Model)
-	return &server.Admission{Caller: &server.Caller{Team: "search"}, Route: req.Model, Steps: steps, Req: req, Body: []byte(body400)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Req: req, Body: []byte(body400)}
 }
 
 func admission(t *testing.T, cfg *config.Config, team, tag, body string) *server.Admission {
@@ -70,7 +71,7 @@ func admission(t *testing.T, cfg *config.Config, team, tag, body string) *server
 	if !ok {
 		t.Fatalf("no route %s", req.Model)
 	}
-	return &server.Admission{Caller: &server.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: []byte(body)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: []byte(body)}
 }
 
 // body400 has 400 characters of content and max_tokens 1000: the estimate
@@ -109,7 +110,7 @@ func TestLimitsWithStores(t *testing.T) {
 
 // run200 calls Admit from 200 goroutines at once; settle (may be nil) runs
 // right after each admission.
-func run200(t *testing.T, lim *teams.Limiter, a func() *server.Admission, settle func(server.Settle)) (admitted int, refusals []error) {
+func run200(t *testing.T, lim *teams.Limiter, a func() *server.Admission, settle func(exchange.Settle)) (admitted int, refusals []error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var n atomic.Int32
@@ -175,7 +176,7 @@ func testConcurrentCost(t *testing.T, open usagetest.Opener) {
 	lim.Now = clk.Now
 	var spent atomic.Int64
 	admitted, refusals := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) },
-		func(settle server.Settle) {
+		func(settle exchange.Settle) {
 			// The request used exactly its estimate.
 			rec := &exchange.Record{Target: "up/up-model", Provider: "up", InputTokens: 107, OutputTokens: 1000}
 			spent.Add(usage.NanoUSD(usage.Cost(cfg, rec)))
@@ -219,7 +220,7 @@ func testConcurrentCostSettled(t *testing.T, open usagetest.Opener) {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(3, 4))
 	admitted, _ := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) },
-		func(settle server.Settle) {
+		func(settle exchange.Settle) {
 			mu.Lock()
 			out := rng.IntN(1001) // at most the max_tokens asked for
 			mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
@@ -44,7 +45,7 @@ func setup(t *testing.T, adminHash string) (state, cfgFile string, cfg *config.C
 		team string
 		cost float64
 	}{{"search", 1.25}, {"ads", 3}, {"ads", 4.5}, {"", 0.01}, {"search", 0.75}} {
-		err := rec.Write(context.Background(), &usage.Record{RequestID: "r" + string(rune('a'+i)), Time: day.Add(time.Duration(i) * time.Hour),
+		err := rec.Write(context.Background(), &exchange.Record{RequestID: "r" + string(rune('a'+i)), Time: day.Add(time.Duration(i) * time.Hour),
 			Team: r.team, Route: "m", Tag: "checkout", Outcome: "ok", InputTokens: 1000, OutputTokens: 100, CostUSD: r.cost})
 		if err != nil {
 			t.Fatal(err)

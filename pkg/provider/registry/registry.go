@@ -1,7 +1,8 @@
-// Package providers builds provider adapters from config: one factory per
+// Package registry builds provider adapters from config: one factory per
 // kind, in one table. Adding a kind is one line here and a package under
-// pkg/provider; the failover code never changes.
-package providers
+// pkg/provider; the failover code never changes. It is the provider
+// registry: the one place that maps a configured kind to its adapter.
+package registry
 
 import (
 	"context"

@@ -1,0 +1,20 @@
+// Package registry lists the client APIs the gateway serves and the paths
+// each is served at. Adding an API is one package under pkg/ingress and
+// one line here.
+package registry
+
+import (
+	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
+)
+
+// Entry is one client API and the POST paths it answers.
+type Entry struct {
+	Paths   []string
+	Ingress ingress.Ingress
+}
+
+// Ingresses is every client API the gateway serves.
+var Ingresses = []Entry{
+	{Paths: []string{"/v1/chat/completions", "/chat/completions"}, Ingress: chat.Ingress{}},
+}
