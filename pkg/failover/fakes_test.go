@@ -200,4 +200,3 @@ func request(attempts int, provs ...string) *exchange.Request {
 	}
 	return rq
 }
-
