@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -69,6 +70,20 @@ type Provider struct {
 	Fake *FakeScript `json:"fake,omitempty"`
 	// Options holds kind-specific settings (e.g. anthropic_version).
 	Options map[string]string `json:"options,omitempty"`
+	// APIs lists the client APIs an openai-kind upstream speaks natively,
+	// so requests on them pass through byte for byte: "chat" (the
+	// default), "responses", "embeddings". A request on any other API is
+	// translated to chat.
+	APIs []string `json:"apis,omitempty"`
+}
+
+// Speaks reports whether the provider speaks a client API natively. An
+// openai-kind provider speaks chat unless APIs says otherwise.
+func (p *Provider) Speaks(api string) bool {
+	if len(p.APIs) == 0 {
+		return p.Kind == "openai" && api == "chat"
+	}
+	return slices.Contains(p.APIs, api)
 }
 
 // KeyRef points at one secret. Exactly one of Env and SSM is set.

@@ -98,7 +98,7 @@ func AppendUsage(dst []byte, u Usage) []byte {
 // ChunkBuilder writes chat.completion.chunk JSON objects (one choice, index
 // 0) for a translator of a non-OpenAI stream. It is a small per-stream
 // object: it reuses one buffer, so each method's result is valid only until
-// the next call on the builder, which is exactly provider.Frame's contract.
+// the next call on the builder (an encoder writes it out before the next event).
 // The zero value is usable after Reset.
 type ChunkBuilder struct {
 	head []byte // {"id":...,"object":"chat.completion.chunk","created":N,"model":...

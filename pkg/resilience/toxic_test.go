@@ -13,10 +13,9 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-
-	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // Toxiproxy runs in-process: its ApiServer holds the proxy collection, and
@@ -102,7 +101,7 @@ func forKinds(t *testing.T, fn func(t *testing.T, k kind)) {
 // documented estimate, and for anthropic at least message_start's
 // placeholder (1 in the fake).
 func estimateFloor(k kind, text string) int {
-	n := provider.EstimateTokens(len(text))
+	n := exchange.EstimateTokens(len(text))
 	if k == anthropicKind {
 		n = max(n, 1)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/server"
 )
 
@@ -232,9 +233,9 @@ routes:
   o: {targets: [{provider: openai, model: gpt-4.1}]}
   r: {targets: [{provider: reasoning, model: o3}]}
 `, anth.URL, oai.URL+"/v1", oai.URL+"/v1"), func(o *server.Options) {
-		o.Admit = func(_ context.Context, a *server.Admission) (server.Settle, error) {
-			if a.Req.MaxOutputTokens() == 0 {
-				a.CapOutputTokens = 77
+		o.Admit = func(_ context.Context, a *exchange.Request) (exchange.Settle, error) {
+			if a.Chat.MaxOutputTokens() == 0 {
+				a.OutputCap = 77
 			}
 			return nil, nil
 		}
