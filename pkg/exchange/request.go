@@ -73,6 +73,13 @@ type Request struct {
 	// receive unchanged (anthropic-version, anthropic-beta); nil if none.
 	Header http.Header
 
+	// NativeOnly, when set, names a feature of the request that only an
+	// upstream speaking API natively can honour (a built-in tool, stored
+	// conversation state): an upstream that would have to translate the
+	// request refuses the attempt as unsupported, before any network call,
+	// so the failover engine tries the next target.
+	NativeOnly *Feature
+
 	// OutputCap, when > 0, is the output the request was admitted for
 	// while the client gave no max tokens: every adapter sends it as the
 	// output limit, so spend cannot outrun the reservation. The limiter
@@ -82,6 +89,13 @@ type Request struct {
 	// Trace is what the failover engine did: every attempt and skip, and
 	// which target served.
 	Trace Trace
+}
+
+// Feature names a request feature for error messages: Param is the
+// request field ("tools[2]"), Name what it is ("the web_search tool"), Why
+// an optional explanation appended to the refusal.
+type Feature struct {
+	Param, Name, Why string
 }
 
 // MaxTokens is the output limit an attempt at step must send to a provider

@@ -223,6 +223,15 @@ func (t *ToolChoice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes the wire form: the mode as a string, or the function
+// object for a forced function.
+func (t ToolChoice) MarshalJSON() ([]byte, error) {
+	if t.Mode == "function" {
+		return json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": t.Function}})
+	}
+	return json.Marshal(t.Mode)
+}
+
 // ResponseFormat is response_format.
 type ResponseFormat struct {
 	Type       string          `json:"type"`

@@ -102,3 +102,19 @@ func InBandError(providerID, errType string) *gwerr.Error {
 	}
 	return e
 }
+
+// RefuseNativeOnly returns the unsupported-feature error for an attempt
+// whose request needs an upstream that speaks the client's API natively
+// (call.Req.NativeOnly is set) at a target that would have to translate it
+// (native is false); nil when the attempt may go ahead.
+func RefuseNativeOnly(call *Call, native bool) *gwerr.Error {
+	f := call.Req.NativeOnly
+	if f == nil || native {
+		return nil
+	}
+	e := Unsupported(call.Step.ID, f.Param, f.Name)
+	if f.Why != "" {
+		e.Message += ": " + f.Why
+	}
+	return e
+}

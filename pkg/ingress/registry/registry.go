@@ -6,6 +6,7 @@ package registry
 import (
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/ingress/responses"
 )
 
 // Entry is one client API and the POST paths it answers.
@@ -17,4 +18,5 @@ type Entry struct {
 // Ingresses is every client API the gateway serves.
 var Ingresses = []Entry{
 	{Paths: []string{"/v1/chat/completions", "/chat/completions"}, Ingress: chat.Ingress{}},
+	{Paths: []string{"/v1/responses", "/responses"}, Ingress: responses.Ingress{}},
 }
