@@ -271,6 +271,9 @@ func (p *Provider) validate(at string) error {
 	if p.Fake != nil && p.Kind != "fake" {
 		return fmt.Errorf("config: %s.fake: only kind fake takes a script", at)
 	}
+	if err := p.validateAPIs(at); err != nil {
+		return err
+	}
 	switch f := p.Options["max_tokens_field"]; f {
 	case "", "max_tokens", "max_completion_tokens":
 	default:
