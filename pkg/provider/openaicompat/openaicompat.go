@@ -110,7 +110,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	ct := resp.Header.Get("Content-Type")
 	if stream && !strings.HasPrefix(ct, "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), !pass), nil
+		return newSSEStream(a.id, resp.Body, len(body), !pass, &rq.Trace), nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -125,7 +125,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	case !json.Valid(data):
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
-	case !ci.Content && ci.Usage.CompletionTokens == 0:
+	case !ci.Content && ci.Usage.CompletionTokens == 0 && ci.FinishReason != "length" && ci.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
 	u := usageOf(ci.Usage)
@@ -139,7 +139,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if ci.Finish {
 		flags |= exchange.HasFinish
 	}
-	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags}), nil
+	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags, Finish: ci.FinishReason}), nil
 }
 
 // usageOf maps OpenAI usage to the gateway's.
@@ -164,8 +164,8 @@ func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
 	}
 	_ = json.Unmarshal(raw, &env)
 	errType := env.Error.Type
-	if c, ok := env.Error.Code.(string); ok && errType == "" {
-		errType = c
+	if c, ok := env.Error.Code.(string); ok {
+		errType += " " + c // the code is often the more specific word (content_policy_violation)
 	}
 	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
 		keys.RetryAfter(resp.Header, timeNow()))
