@@ -13,7 +13,9 @@ import (
 )
 
 // rateLimited is a 429 asking to wait d.
-func rateLimited(d time.Duration) error { return provider.StatusError("a", 429, "rate_limit_error", "", d) }
+func rateLimited(d time.Duration) error {
+	return provider.StatusError("a", 429, "rate_limit_error", "", d)
+}
 
 func TestRetryAfterOnTheOnlyKeyIsWaitedOutOnTheSameTarget(t *testing.T) {
 	rg := newRig(map[string]script{
@@ -22,7 +24,9 @@ func TestRetryAfterOnTheOnlyKeyIsWaitedOutOnTheSameTarget(t *testing.T) {
 	})
 	// The ledger has no other key while the only one cools down.
 	onlyKey := true
-	rg.keys.pickHook = func(prov string) bool { return !(prov == "a" && onlyKey && len(rg.keys.observed) == 1 && len(rg.waits) == 0) }
+	rg.keys.pickHook = func(prov string) bool {
+		return !(prov == "a" && onlyKey && len(rg.keys.observed) == 1 && len(rg.waits) == 0)
+	}
 	rq := request(2, "a", "b")
 	rq.Policy.RetryBudget, rq.Policy.MinRetriesPerMin = 1, 5
 	s, err := rg.router.Open(context.Background(), rq)
@@ -156,4 +160,6 @@ func TestAnAnswerWithoutVisibleContentIsNotEmpty(t *testing.T) {
 // spentStream reports output tokens although it sent no visible output.
 type spentStream struct{ fakeStream }
 
-func (s *spentStream) Usage() exchange.TokenUsage { return exchange.TokenUsage{Input: 5, Output: 40, Reasoning: 40} }
+func (s *spentStream) Usage() exchange.TokenUsage {
+	return exchange.TokenUsage{Input: 5, Output: 40, Reasoning: 40}
+}

@@ -27,18 +27,18 @@ type PromptTokensDetails struct {
 // whether it carries content, whether it finishes a choice, its usage and
 // whether it is an error. It holds no references into the inspected bytes.
 type ChunkInfo struct {
-	Content   bool // text, refusal, reasoning, a tool call or a function call
-	Chars     int  // characters of generated text and tool arguments, for estimates
-	Finish    bool // a choice carries a finish_reason
+	Content bool // text, refusal, reasoning, a tool call or a function call
+	Chars   int  // characters of generated text and tool arguments, for estimates
+	Finish  bool // a choice carries a finish_reason
 	// FinishReason is the finish_reason when it is one of OpenAI's
 	// (stop, length, tool_calls, content_filter, function_call); "" otherwise.
 	FinishReason string
-	ToolCalls bool // a tool call is present
-	HasUsage  bool // a usage object is present
-	UsageOnly bool // the include_usage chunk: choices is empty and usage is set
-	Usage     Usage
-	Error     bool // a top-level error object: the upstream reports a failure in-band
-	ErrorType string
+	ToolCalls    bool // a tool call is present
+	HasUsage     bool // a usage object is present
+	UsageOnly    bool // the include_usage chunk: choices is empty and usage is set
+	Usage        Usage
+	Error        bool // a top-level error object: the upstream reports a failure in-band
+	ErrorType    string
 }
 
 // bytesString views b as a string without copying. The string must not
