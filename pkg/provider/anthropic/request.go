@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
@@ -82,14 +83,17 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 		Message: fmt.Sprintf(format, args...) + " (target " + t.target + ")"}
 }
 
-// translateRequest returns the Anthropic request for an OpenAI request.
-// body is the client's raw request, checked for fields the translator does
-// not know; defaultMax is the target's max_tokens default.
-func (t *translator) translateRequest(r *openaiwire.ChatRequest, body []byte, model string, defaultMax int) (*anthropicwire.Request, error) {
+// translateRequest returns the Anthropic request for a request's canonical
+// form (req.Chat); a Chat Completions client's raw body is also checked for
+// fields the translator does not know (see chatBody). defaultMax is the
+// output limit when the client gives none: the target's max_tokens,
+// lowered to the admitted cap (provider.Call.MaxTokens).
+func (t *translator) translateRequest(req *exchange.Request, model string, defaultMax int) (*anthropicwire.Request, error) {
+	r, body := req.Chat, chatBody(req)
 	if err := t.checkUnsupported(r, body); err != nil {
 		return nil, err
 	}
-	out := &anthropicwire.Request{Model: model, Stream: r.Stream, Temperature: r.Temperature, TopP: r.TopP}
+	out := &anthropicwire.Request{Model: model, Stream: req.Stream, Temperature: r.Temperature, TopP: r.TopP}
 	out.MaxTokens = r.MaxOutputTokens()
 	if out.MaxTokens == 0 {
 		out.MaxTokens = defaultMax
@@ -116,6 +120,16 @@ func (t *translator) translateRequest(r *openaiwire.ChatRequest, body []byte, mo
 		return nil, err
 	}
 	return out, nil
+}
+
+// chatBody is the client's raw body when it is a Chat Completions request
+// (the zero API counts as one), else nil: the body of another API says
+// nothing about the canonical form's fields.
+func chatBody(req *exchange.Request) []byte {
+	if req.API == exchange.Chat || req.API == "" {
+		return req.Body
+	}
+	return nil
 }
 
 // checkUnsupported rejects what Anthropic cannot honour.
