@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
@@ -31,36 +34,57 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // model is a target model id with a character the SDK must escape in the path.
 const model = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
+// newCall parses an OpenAI request body into a Call for model, whose
+// default max tokens is 4096.
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", body, err)
 	}
-	return &provider.Call{Req: req, Body: []byte(body), Model: model, MaxTokens: 4096}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return &provider.Call{Req: rq, Step: config.Step{Model: model, MaxTokens: 4096}}
 }
 
 const streamHi = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`
 
-// drain reads a stream to its end: one line per frame (flags, then the
-// JSON), and the error that ended it.
+// silentKinds names the events the Chat Completions encoder writes nothing for.
+var silentKinds = map[exchange.Kind]string{exchange.Signature: "signature", exchange.RedactedReasoning: "redacted_reasoning"}
+
+// drain reads a stream to its end and runs its events through the Chat
+// Completions encoder, as an OpenAI client would get them: one line per
+// chunk (the event's flags, then the chunk's JSON), one per event that
+// gives no chunk (signatures, redacted reasoning), and the error that
+// ended the stream.
 func drain(t *testing.T, s provider.Stream) ([]string, error) {
 	t.Helper()
 	defer s.Close()
+	enc := chat.Ingress{}.NewEncoder(&exchange.Request{Stream: true, WantsUsage: true})
 	var lines []string
 	for {
-		f, err := s.Next()
+		ev, err := s.Next()
 		if err != nil {
 			return lines, err
 		}
-		if !json.Valid(f.Data) {
-			t.Errorf("frame is not valid JSON: %s", f.Data)
+		frame := enc.Event(nil, &ev)
+		if len(frame) == 0 {
+			lines = append(lines, fmt.Sprintf("   event %s %q", silentKinds[ev.Kind], ev.Text))
+			continue
+		}
+		data, ok := strings.CutPrefix(string(frame), "data: ")
+		data, ok2 := strings.CutSuffix(data, "\n\n")
+		if !ok || !ok2 || !json.Valid([]byte(data)) {
+			t.Errorf("chunk is not one data frame of JSON: %q", frame)
+		}
+		ci := openaiwire.InspectChunk([]byte(data))
+		if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
+			t.Errorf("event %+v disagrees with its chunk %s", ev, data)
 		}
 		flags := ""
 		for _, fl := range []struct {
 			on bool
 			c  string
-		}{{f.Content, "C"}, {f.Finish, "F"}, {f.UsageOnly, "U"}} {
+		}{{ev.Commits(), "C"}, {ev.Finishes(), "F"}, {ev.IsUsageOnly(), "U"}} {
 			if fl.on {
 				flags += fl.c
 			}
@@ -68,7 +92,7 @@ func drain(t *testing.T, s provider.Stream) ([]string, error) {
 		if flags == "" {
 			flags = "-"
 		}
-		lines = append(lines, fmt.Sprintf("%-2s %s", flags, f.Data))
+		lines = append(lines, fmt.Sprintf("%-2s %s", flags, data))
 	}
 }
 
@@ -397,7 +421,21 @@ func TestStreamEndsEarly(t *testing.T) {
 	}
 }
 
-// TestConverse: a non-streaming call is one chat.completion frame.
+// completionBody is the chat.completion body the Chat Completions encoder
+// builds from a non-streaming response's events.
+func completionBody(t *testing.T, evs []exchange.Event, u exchange.TokenUsage) []byte {
+	t.Helper()
+	enc := chat.Ingress{}.NewEncoder(&exchange.Request{})
+	for i := range evs {
+		if b := enc.Event(nil, &evs[i]); len(b) != 0 {
+			t.Fatalf("the body encoder wrote %q before End", b)
+		}
+	}
+	return enc.End(nil, u)
+}
+
+// TestConverse: a non-streaming call is the events of the whole output,
+// which the Chat Completions encoder turns into one chat.completion.
 func TestConverse(t *testing.T) {
 	bedrock.SetClock(t, time.Unix(1750000000, 0))
 	f := newFake(t, reply{body: `{"output":{"message":{"role":"assistant","content":[
@@ -416,22 +454,34 @@ func TestConverse(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("OnResponse saw status %d, want 200", status)
 	}
-	fr, err := s.Next()
-	if err != nil {
-		t.Fatal(err)
+	var evs []exchange.Event
+	for {
+		ev, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
 	}
-	if !fr.Content || !fr.Finish || fr.UsageOnly {
-		t.Errorf("frame flags %+v, want content and finish", fr)
+	want := []exchange.Event{
+		{Kind: exchange.Start, ID: "0a1b2c3d-fake-request-id", Name: model, Created: 1750000000},
+		{Kind: exchange.Text, Text: "Checking the weather."},
+		{Kind: exchange.ToolCall, ID: "tooluse_X", Name: "get_weather"},
+		{Kind: exchange.ToolArgs, Text: `{"city":"Paris","days":3}`},
+		{Kind: exchange.Finish, Finish: "tool_calls", Stop: "tool_use"},
+		{Kind: exchange.Usage, Usage: exchange.TokenUsage{Input: 55, Output: 20, CacheRead: 40, CacheWrite: 5}},
 	}
-	assertJSON(t, fr.Data, `{"id":"chatcmpl-0a1b2c3d-fake-request-id","object":"chat.completion","created":1750000000,
+	if !reflect.DeepEqual(evs, want) {
+		t.Errorf("events\n got %+v\nwant %+v", evs, want)
+	}
+	assertJSON(t, completionBody(t, evs, s.Usage()), `{"id":"chatcmpl-0a1b2c3d-fake-request-id","object":"chat.completion","created":1750000000,
 		"model":"`+model+`","choices":[{"index":0,"message":{"role":"assistant","content":"Checking the weather.","refusal":null,
 		"tool_calls":[{"id":"tooluse_X","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":3}"}}]},
 		"finish_reason":"tool_calls","logprobs":null}],
 		"usage":{"prompt_tokens":55,"completion_tokens":20,"total_tokens":75,"prompt_tokens_details":{"cached_tokens":40,"cache_creation_tokens":5}}}`)
-	if _, err := s.Next(); err != io.EOF {
-		t.Errorf("second Next = %v, want io.EOF", err)
-	}
-	if u := s.Usage(); u != (provider.Usage{Input: 55, Output: 20, CacheRead: 40, CacheWrite: 5}) {
+	if u := s.Usage(); u != (exchange.TokenUsage{Input: 55, Output: 20, CacheRead: 40, CacheWrite: 5}) {
 		t.Errorf("usage %+v", u)
 	}
 	if reqs := f.requests(); len(reqs) != 1 || reqs[0].path != "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse" {
@@ -491,9 +541,12 @@ func TestInjectedAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _ := s.Next()
-	if !strings.Contains(string(f.Data), `"content":"injected"`) || !strings.Contains(string(f.Data), `"id":"chatcmpl-`) {
-		t.Errorf("completion %s", f.Data)
+	var evs []exchange.Event
+	for ev, err := s.Next(); err == nil; ev, err = s.Next() {
+		evs = append(evs, ev)
+	}
+	if body := completionBody(t, evs, s.Usage()); !strings.Contains(string(body), `"content":"injected"`) || !strings.Contains(string(body), `"id":"chatcmpl-`) {
+		t.Errorf("completion %s", body)
 	}
 	if u := s.Usage(); !u.Estimated || u.Output != 2 {
 		t.Errorf("usage without bedrock's figures %+v, want an estimate", u)
@@ -507,4 +560,20 @@ func TestInjectedAPI(t *testing.T) {
 	if _, err := a.Send(context.Background(), newCall(t, streamHi)); category(err) != gwerr.Unavailable {
 		t.Errorf("err = %v, want unavailable for a missing event stream", err)
 	}
+}
+
+// TestOutputCap: without a client max tokens, maxTokens is the target's
+// default lowered to the admitted output cap.
+func TestOutputCap(t *testing.T) {
+	f := newFake(t, reply{events: concat(textEvents("ok"), stopEvents("end_turn", 1, 1))})
+	call := newCall(t, streamHi)
+	call.Req.OutputCap = 100
+	s, err := newAdapter(t, f).Send(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drain(t, s); err != io.EOF {
+		t.Fatal(err)
+	}
+	assertJSON(t, f.requests()[0].raw, `{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"inferenceConfig":{"maxTokens":100}}`)
 }

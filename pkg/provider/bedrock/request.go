@@ -17,6 +17,7 @@ import (
 	smithydocument "github.com/aws/smithy-go/document"
 	"github.com/tidwall/gjson"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
@@ -74,12 +75,15 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
 }
 
-// translateRequest turns a validated OpenAI request into a Converse
-// request for model. maxTokens is the target's default, used when the
-// client gives none. target ("provider/model") names the target in errors.
-// Every feature Converse cannot honour is refused here, before any call.
-func translateRequest(req *openaiwire.ChatRequest, body []byte, model string, maxTokens int, target string) (*request, error) {
-	if err := checkUnsupported(req, body, target); err != nil {
+// translateRequest turns a request's canonical form (rq.Chat) into a
+// Converse request for model. maxTokens is the output limit when the
+// client gives none: the target's default lowered to the admitted cap
+// (provider.Call.MaxTokens). target ("provider/model") names the target in
+// errors. Every feature Converse cannot honour is refused here, before any
+// call.
+func translateRequest(rq *exchange.Request, model string, maxTokens int, target string) (*request, error) {
+	req := rq.Chat
+	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
 		return nil, err
 	}
 	r := &request{modelID: model}
@@ -158,6 +162,16 @@ func (r *request) add(role types.ConversationRole, blocks []types.ContentBlock, 
 		return nil
 	}
 	r.messages = append(r.messages, types.Message{Role: role, Content: blocks})
+	return nil
+}
+
+// chatBody is the client's raw body when it is a Chat Completions request
+// (the zero API counts as one), else nil: the body of another API says
+// nothing about the canonical form's fields.
+func chatBody(rq *exchange.Request) []byte {
+	if rq.API == exchange.Chat || rq.API == "" {
+		return rq.Body
+	}
 	return nil
 }
 
