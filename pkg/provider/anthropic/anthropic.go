@@ -1,6 +1,6 @@
 // Package anthropic is the adapter for Anthropic's native Messages API
-// (provider kind "anthropic"). It translates the client's OpenAI chat
-// completion request into a Messages request (see request.go for what is
+// (provider kind "anthropic"). It translates the request's canonical form
+// (the OpenAI chat shape, exchange.Request.Chat) into a Messages request (see request.go for what is
 // translated, rejected and ignored), sends it to {base_url}/v1/messages and
 // translates the response, streamed (see stream.go) or whole (see
 // response.go), into canonical events (exchange.Event) that the client's

@@ -1,8 +1,8 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
-// (provider kind "bedrock"). It translates a validated OpenAI chat request
-// into a Converse request, calls Converse (non-streaming) or ConverseStream
-// (streaming) through the AWS SDK, and translates the answer into
-// canonical events (exchange.Event).
+// (provider kind "bedrock"). It translates the request's canonical form
+// (the OpenAI chat shape, exchange.Request.Chat) into a Converse request,
+// calls Converse (non-streaming) or ConverseStream (streaming) through the
+// AWS SDK, and translates the answer into canonical events (exchange.Event).
 //
 // Credentials come from the default AWS chain (environment, shared files,
 // SSO, container and instance roles; the SDK also honours a Bedrock API key

@@ -161,7 +161,7 @@ func reasoningDelta(d types.ReasoningContentBlockDelta, chars *int) exchange.Eve
 	return exchange.Event{}
 }
 
-// toolIndex returns the OpenAI index of the tool-use block at a bedrock
+// toolIndex returns the tool call index of the tool-use block at a bedrock
 // block index, or -1. Blocks stream one at a time, so the last slot is the
 // usual answer.
 func (t *translator) toolIndex(block int32) int {
