@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keys"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
@@ -87,14 +88,16 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 	return a
 }
 
-// newCall parses an OpenAI request body into a Call for model claude-x.
+// newCall parses an OpenAI request body into a Call for model claude-x,
+// whose default max_tokens is 1024.
 func newCall(t *testing.T, body string, key keys.Key) *provider.Call {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &provider.Call{Req: req, Body: []byte(body), Model: "claude-x", MaxTokens: 1024, Key: key}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return &provider.Call{Req: rq, Step: config.Step{Model: "claude-x", MaxTokens: 1024}, Key: key}
 }
 
 func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
@@ -110,13 +113,13 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := collect(t, s)
+	evs, err := collect(t, s)
 	s.Close()
 	if err != io.EOF {
 		t.Fatalf("end = %v", err)
 	}
-	if len(frames) != 9 {
-		t.Errorf("got %d frames, want 9 (role, text, 2 tool starts, 3 argument fragments, finish, usage)", len(frames))
+	if n := len(chatData(t, evs)); len(evs) != 9 || n != 9 {
+		t.Errorf("got %d events, %d chunks; want 9 (start, text, 2 tool starts, 3 argument fragments, finish, usage)", len(evs), n)
 	}
 	if len(statuses) != 1 || statuses[0] != 200 || seen.Get("anthropic-ratelimit-requests-remaining") != "49" {
 		t.Errorf("OnResponse saw %v %v", statuses, seen)
@@ -185,10 +188,18 @@ func TestSendNonStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := collect(t, s)
-	if err != io.EOF || len(frames) != 1 || !frames[0].Content || !frames[0].Finish {
-		t.Fatalf("frames %d, end %v", len(frames), err)
+	evs, err := collect(t, s)
+	if err != io.EOF {
+		t.Fatalf("end %v", err)
 	}
+	kinds := ""
+	for _, ev := range evs {
+		kinds += kindName(ev.Kind) + " "
+	}
+	if kinds != "start text finish usage " || evs[0].ID != "msg_1" || evs[2].Stop != "end_turn" {
+		t.Errorf("events %+v", evs)
+	}
+	body := chatCompletion(t, evs, s.Usage())
 	var c struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -199,14 +210,14 @@ func TestSendNonStreaming(t *testing.T) {
 		} `json:"choices"`
 		Usage openaiwire.Usage `json:"usage"`
 	}
-	if err := json.Unmarshal(frames[0].Data, &c); err != nil {
+	if err := json.Unmarshal(body, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.ID != "chatcmpl-msg_1" || c.Object != "chat.completion" || c.Model != "claude-x-20250101" || c.Choices[0].Message.Content != "Hi!" ||
 		c.Choices[0].FinishReason != "stop" || c.Usage.PromptTokens != 13 || c.Usage.PromptTokensDetails.CachedTokens != 4 {
-		t.Errorf("completion = %s", frames[0].Data)
+		t.Errorf("completion = %s", body)
 	}
-	if u := s.Usage(); u != (provider.Usage{Input: 13, Output: 2, CacheRead: 4}) {
+	if u := s.Usage(); u != (exchange.TokenUsage{Input: 13, Output: 2, CacheRead: 4}) {
 		t.Errorf("Usage() = %+v", u)
 	}
 	r := up.requests()[0]
@@ -359,5 +370,33 @@ func TestSendCancelledContext(t *testing.T) {
 	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's error", err)
+	}
+}
+
+// TestSendMaxTokens: max_tokens is the client's when it gives one, else the
+// target's default lowered to the admitted output cap.
+func TestSendMaxTokens(t *testing.T) {
+	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
+	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
+	for i, c := range []struct {
+		body string
+		cap  int
+		want string
+	}{
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":1024`},
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 300, `"max_tokens":300`},
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 5000, `"max_tokens":1024`},
+		{`{"model":"m","stream":true,"max_tokens":30,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":30`},
+	} {
+		call := newCall(t, c.body, keys.Key{})
+		call.Req.OutputCap = c.cap
+		s, err := a.Send(context.Background(), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if got := up.requests()[i].body; !strings.Contains(string(got), c.want) {
+			t.Errorf("output cap %d: upstream body %s, want %s", c.cap, got, c.want)
+		}
 	}
 }
