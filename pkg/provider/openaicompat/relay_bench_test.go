@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
@@ -78,7 +79,8 @@ func benchAdapter(b *testing.B, newBody func() io.ReadCloser) (*openaicompat.Ada
 	if err != nil {
 		b.Fatal(err)
 	}
-	return a, &provider.Call{Req: req, Body: benchRequest, Model: "gpt-4.1-2025-04-14"}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return a, &provider.Call{Req: rq, Step: config.Step{Model: "gpt-4.1-2025-04-14"}}
 }
 
 // BenchmarkRelaySSEChunk relays one OpenAI SSE content chunk through the
@@ -96,7 +98,7 @@ func BenchmarkRelaySSEChunk(b *testing.B) {
 	b.SetBytes(int64(len(benchChunk)))
 	for b.Loop() {
 		f, err := s.Next()
-		if err != nil || !f.Content {
+		if err != nil || !f.Commits() {
 			b.Fatalf("frame %+v, err %v", f, err)
 		}
 	}
