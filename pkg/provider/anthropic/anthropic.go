@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keys"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -150,5 +151,5 @@ func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
 	var e anthropicwire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)
 	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }

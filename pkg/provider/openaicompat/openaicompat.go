@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/keys"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -142,5 +143,5 @@ func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
 		errType = c
 	}
 	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }
