@@ -22,7 +22,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
@@ -48,7 +48,7 @@ type Router struct {
 	// Breakers guards targets. Required.
 	Breakers breaker.Guard
 	// Keys picks keys and learns from responses. Required.
-	Keys keys.Picker
+	Keys keyledger.Picker
 	// Budget caps retries per provider. Required.
 	Budget *retry.Budget
 	// Sleep waits between attempts; nil waits on a timer, honouring ctx.
@@ -222,7 +222,7 @@ func endErr(ctx context.Context) error {
 }
 
 // attempt makes one call and reads up to the first content frame.
-func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key keys.Key, done func(breaker.Outcome), tr *Trace) (*Session, error) {
+func (r *Router) attempt(ctx context.Context, rq *Request, step config.Step, key keyledger.Key, done func(breaker.Outcome), tr *Trace) (*Session, error) {
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
 	limit := step.FirstTokenTimeout

@@ -9,7 +9,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
@@ -40,7 +40,7 @@ type Call struct {
 	CapOutputTokens int
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
-	Key keys.Key
+	Key keyledger.Key
 	// OnResponse, when set, is called with the upstream status and headers
 	// of every response (success or error), before Send returns. The key
 	// ledger reads rate-limit headers from it.
@@ -106,7 +106,7 @@ func EstimateTokens(chars int) int { return (chars + 3) / 4 }
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty
 // "Bearer ".
-func SetKeyHeader(h http.Header, header string, k keys.Key) {
+func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
 	if k.Secret == "" {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
@@ -128,7 +128,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
-func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var env struct {
 		Error struct {
