@@ -71,16 +71,16 @@ type Reporter interface {
 
 // Snapshot is one breaker's state for health reports and logs.
 type Snapshot struct {
-	State       State     `json:"state"`
-	ErrorRate   float64   `json:"error_rate"`
-	Requests    int       `json:"window_requests"`
-	Failures    int       `json:"window_failures"`
-	Consecutive int       `json:"consecutive_failures"`
-	OpenUntil   time.Time `json:"open_until,omitzero"`
-	Forced      Force     `json:"forced,omitempty"`
+	State       State     `json:"state"`                // the effective state now
+	ErrorRate   float64   `json:"error_rate"`           // Failures / Requests
+	Requests    int       `json:"window_requests"`      // outcomes in the sliding window, all instances
+	Failures    int       `json:"window_failures"`      // failures among them
+	Consecutive int       `json:"consecutive_failures"` // this instance's current failure run
+	OpenUntil   time.Time `json:"open_until,omitzero"`  // end of the cooldown, while open
+	Forced      Force     `json:"forced,omitempty"`     // the operator's override, if any (set by the caller)
 }
 
-// Store is what the shared breaker needs from the store: single-item
+// Store is what the breaker needs from the store: single-item
 // reads, conditional puts for state transitions, and atomic adds for window
 // counters and probe grants.
 type Store interface {
@@ -166,6 +166,7 @@ type Breaker struct {
 var (
 	_ Guard    = (*Breaker)(nil)
 	_ Reporter = (*Breaker)(nil)
+	_ Store    = store.Store(nil) // every backend will do
 )
 
 // New returns the breaker of every target over st, with the given settings

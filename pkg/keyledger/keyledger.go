@@ -62,10 +62,10 @@ type Picker interface {
 
 // Status describes one key for health reports.
 type Status struct {
-	Fingerprint      string    `json:"fingerprint"`
-	Available        bool      `json:"available"`
-	UnavailableUntil time.Time `json:"unavailable_until,omitzero"`
-	Disabled         bool      `json:"disabled,omitempty"`
+	Fingerprint      string    `json:"fingerprint"`                // the key's name
+	Available        bool      `json:"available"`                  // Pick may choose it now
+	UnavailableUntil time.Time `json:"unavailable_until,omitzero"` // end of a 429 cooldown
+	Disabled         bool      `json:"disabled,omitempty"`         // rejected with a 401/403
 	// Reason is why the key is not available: "disabled", "rate_limited"
 	// or "low_headroom"; empty when it is.
 	Reason string `json:"reason,omitempty"`
@@ -75,7 +75,7 @@ type Status struct {
 
 // Limit is one rate-limit dimension's last reported headroom.
 type Limit struct {
-	Dimension string    `json:"dimension"` // requests | tokens | input_tokens | output_tokens
-	Remaining float64   `json:"remaining"`
-	Reset     time.Time `json:"reset,omitzero"`
+	Dimension string    `json:"dimension"`      // requests | tokens | input_tokens | output_tokens
+	Remaining float64   `json:"remaining"`      // as last reported
+	Reset     time.Time `json:"reset,omitzero"` // when it resets; zero if the provider did not say
 }

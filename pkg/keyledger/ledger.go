@@ -55,11 +55,13 @@ type Options struct {
 	DefaultCooldown time.Duration
 	// DisabledFor is how long a 401/403 disables a key (default 24h).
 	DisabledFor time.Duration
-	// MinRemainingRequests and MinRemainingTokens are the headroom
-	// thresholds: a pair whose remaining count is at or below one of them
-	// is skipped until that limit's reset (defaults 1 and 1000).
+	// MinRemainingRequests is the headroom threshold of requests: a pair
+	// whose remaining requests are at or below it is skipped until that
+	// limit's reset (default 1).
 	MinRemainingRequests float64
-	MinRemainingTokens   float64
+	// MinRemainingTokens is the same for every token dimension (default
+	// 1000).
+	MinRemainingTokens float64
 	// StoreTimeout bounds every store call (default 250ms).
 	StoreTimeout time.Duration
 	// StoreRetry is how long after a failed store call Pick stops waiting
@@ -102,7 +104,10 @@ type Ledger struct {
 	entries map[entryID]*keyEntry
 }
 
-var _ Picker = (*Ledger)(nil)
+var (
+	_ Picker = (*Ledger)(nil)
+	_ Store  = store.Store(nil) // every backend will do
+)
 
 type entryID struct{ provider, fp string }
 

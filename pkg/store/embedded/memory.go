@@ -67,6 +67,7 @@ type memBucket struct {
 	undo map[string][]byte // key -> value before this transaction (nil: absent); nil map in a view
 }
 
+// Get returns the value of k, nil if absent.
 func (b *memBucket) Get(k []byte) []byte { return b.m.vals[string(k)] }
 
 func (b *memBucket) remember(k string) {
@@ -76,6 +77,7 @@ func (b *memBucket) remember(k string) {
 	b.undo[k] = b.m.vals[k] // nil when absent
 }
 
+// Put sets the value of k (in an update only).
 func (b *memBucket) Put(k, v []byte) error {
 	if b.undo == nil {
 		return errors.New("put in a read-only transaction")
@@ -90,6 +92,7 @@ func (b *memBucket) Put(k, v []byte) error {
 	return nil
 }
 
+// Delete removes k if present (in an update only).
 func (b *memBucket) Delete(k []byte) error {
 	if b.undo == nil {
 		return errors.New("delete in a read-only transaction")
@@ -139,11 +142,13 @@ func (c *memCursor) at() ([]byte, []byte) {
 	return []byte(k), c.m.vals[k]
 }
 
+// Seek moves to the first key >= k.
 func (c *memCursor) Seek(k []byte) ([]byte, []byte) {
 	c.i, _ = slices.BinarySearch(c.m.keys, string(k))
 	return c.at()
 }
 
+// Next moves to the next key.
 func (c *memCursor) Next() ([]byte, []byte) {
 	c.i++
 	return c.at()

@@ -35,6 +35,11 @@ type cursor interface {
 	Next() (key, value []byte)
 }
 
+var (
+	_ space = boltSpace{}
+	_ space = (*memSpace)(nil)
+)
+
 // boltSpace is a bbolt file with one bucket.
 type boltSpace struct{ db *bolt.DB }
 

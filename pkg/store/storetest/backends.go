@@ -13,9 +13,9 @@ import (
 // shared by the store and the code under test, and one store that every
 // simulated gateway instance shares.
 type Env struct {
-	T     *testing.T
-	Clock *Clock
-	Store store.Store
+	T     *testing.T  // the scenario's (sub)test
+	Clock *Clock      // the manual clock of the store and the code under test
+	Store store.Store // the one store every instance shares
 	// Backend names the store backend: "embedded" or "dynamodb".
 	Backend string
 	// Endpoint is dynalite's URL for the dynamodb backend.
@@ -30,8 +30,8 @@ func (e *Env) Advance(d time.Duration) { e.Clock.Advance(d) }
 
 // Scenario is a test that [RunBackends] runs once per backend.
 type Scenario struct {
-	Name string
-	Fn   func(t *testing.T, e *Env)
+	Name string                     // the subtest's name
+	Fn   func(t *testing.T, e *Env) // the scenario
 }
 
 // RunBackends runs every scenario on a fresh embedded store (in memory) and

@@ -11,6 +11,11 @@ import (
 	"github.com/llmgw/llmgw/pkg/store"
 )
 
+var (
+	_ store.Store = (*Counting)(nil)
+	_ store.Store = (*Faulty)(nil)
+)
+
 // Counting is a store.Store that counts the calls made to the store it
 // wraps: Get and Query are reads, Put and Add are writes.
 type Counting struct {
