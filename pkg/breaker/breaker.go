@@ -66,6 +66,7 @@ type Guard interface {
 
 // Reporter describes breakers for health reports.
 type Reporter interface {
+	// Snapshot reports a target's state (never blocking on the store).
 	Snapshot(target string) Snapshot
 }
 
