@@ -23,7 +23,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
 )
@@ -52,7 +52,7 @@ type Router struct {
 	// Breakers guards targets. Required.
 	Breakers breaker.Guard
 	// Keys picks keys and learns from responses. Required.
-	Keys keys.Picker
+	Keys keyledger.Picker
 	// Budget caps retries per provider. Required.
 	Budget *retry.Budget
 	// Sleep waits between attempts; nil waits on a timer, honouring ctx.
@@ -222,7 +222,7 @@ func endErr(ctx context.Context) error {
 }
 
 // attempt makes one call and reads up to the first content event.
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keys.Key, done func(breaker.Outcome)) (*Session, error) {
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
 	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)

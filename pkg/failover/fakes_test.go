@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
 )
@@ -148,16 +148,16 @@ type picker struct {
 	pickHook func(prov string) bool
 }
 
-func (p *picker) Pick(prov, _ string) (keys.Key, bool) {
+func (p *picker) Pick(prov, _ string) (keyledger.Key, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.none[prov] || p.pickHook != nil && !p.pickHook(prov) {
-		return keys.Key{}, false
+		return keyledger.Key{}, false
 	}
-	return keys.Key{Fingerprint: "fp-" + prov}, true
+	return keyledger.Key{Fingerprint: "fp-" + prov}, true
 }
 
-func (p *picker) Observe(_, _ string, _ keys.Key, status int, _ http.Header) {
+func (p *picker) Observe(_, _ string, _ keyledger.Key, status int, _ http.Header) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.observed = append(p.observed, status)

@@ -13,7 +13,7 @@ import (
 // CodeProviderCredentials marks an upstream 401/403: the gateway's key was
 // rejected. It is the gateway's fault, not the caller's, so it is reported to
 // clients as unavailable, does not penalise the target's breaker, and makes
-// the key pool set that key aside.
+// the key ledger set that key aside.
 const CodeProviderCredentials = "provider_credentials"
 
 // CodeUnsupportedFeature marks an invalid_request for a feature a target

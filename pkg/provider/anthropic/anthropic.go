@@ -21,8 +21,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -146,10 +147,10 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 // {"type","message"}}) and classifies it: overloaded_error and 529 are
 // overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's
 // credentials, 400 invalid_request with the redacted message as detail.
-func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var e anthropicwire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)
 	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
@@ -90,7 +90,7 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 
 // newCall parses an OpenAI request body into a Call for model claude-x,
 // whose default max_tokens is 1024.
-func newCall(t *testing.T, body string, key keys.Key) *provider.Call {
+func newCall(t *testing.T, body string, key keyledger.Key) *provider.Call {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}],
-		"tool_choice":"auto","temperature":0.2}`, keys.New(testSecret, 0))
+		"tool_choice":"auto","temperature":0.2}`, keyledger.NewKey(testSecret, 0))
 	var statuses []int
 	var seen http.Header
 	call.OnResponse = func(status int, h http.Header) { statuses = append(statuses, status); seen = h }
@@ -151,7 +151,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 func TestSendNoKeyMeansNoKeyHeader(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL + "/v1/", AuthHeader: "authorization",
 		Options: map[string]string{"anthropic_version": "2099-01-01"}, Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"}})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 func TestSendNonStreaming(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x-20250101","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"cache_read_input_tokens":4,"output_tokens":2}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, keys.New(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, keyledger.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSendNonStreaming(t *testing.T) {
 func TestSendNonStreamingEmptyIsEmptyResponse(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","usage":{"input_tokens":9,"output_tokens":0}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if ge := gwerr.As(err); ge == nil || ge.Code != "empty_response" || ge.Category != gwerr.Unavailable {
 		t.Errorf("err = %v, want empty_response", err)
 	}
@@ -262,7 +262,7 @@ func TestSendStatusErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			up := newFakeAnthropic(t, jsonReply(c.status, c.body, c.hdr...))
 			a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0))
+			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
 			var got []int
 			var gotHdr http.Header
 			call.OnResponse = func(status int, h http.Header) { got = append(got, status); gotHdr = h }
@@ -290,7 +290,7 @@ func TestSend400InvalidRequestDetailIsRedacted(t *testing.T) {
 	msg := "messages.1.content.0.tool_result: unexpected tool_use_id; key " + testSecret + " was used"
 	up := newFakeAnthropic(t, jsonReply(400, `{"type":"error","error":{"type":"invalid_request_error","message":"`+msg+`"}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0)))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
 	ge := gwerr.As(err)
 	if ge.Category != gwerr.InvalidRequest || !strings.Contains(ge.Detail, "unexpected tool_use_id") {
 		t.Fatalf("got %+v, want invalid_request with the upstream message as detail", ge)
@@ -305,7 +305,7 @@ func TestSendRejectsUnsupportedBeforeAnyNetworkCall(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	for _, c := range rejectCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := a.Send(context.Background(), newCall(t, c.body, keys.New(testSecret, 0)))
+			_, err := a.Send(context.Background(), newCall(t, c.body, keyledger.NewKey(testSecret, 0)))
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Param != c.param {
 				t.Fatalf("err = %v, want invalid_request param %q", err, c.param)
@@ -321,7 +321,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("error_event_is_overloaded", func(t *testing.T) {
 		up := newFakeAnthropic(t, sseReply(readFixture(t, "error_midstream.sse")))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +342,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 			conn.Close()
 		})
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("json_error_on_a_streaming_request", func(t *testing.T) {
 		up := newFakeAnthropic(t, jsonReply(200, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.Overloaded {
 			t.Errorf("err = %v, want overloaded", err)
 		}
@@ -367,7 +367,7 @@ func TestSendCancelledContext(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's error", err)
 	}
@@ -388,7 +388,7 @@ func TestSendMaxTokens(t *testing.T) {
 		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 5000, `"max_tokens":1024`},
 		{`{"model":"m","stream":true,"max_tokens":30,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":30`},
 	} {
-		call := newCall(t, c.body, keys.Key{})
+		call := newCall(t, c.body, keyledger.Key{})
 		call.Req.OutputCap = c.cap
 		s, err := a.Send(context.Background(), call)
 		if err != nil {

@@ -17,9 +17,10 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -153,7 +154,7 @@ func usageOf(ou openaiwire.Usage) exchange.TokenUsage {
 
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
-func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var env struct {
 		Error struct {
@@ -168,5 +169,5 @@ func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
 		errType += " " + c // the code is often the more specific word (content_policy_violation)
 	}
 	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }
