@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -30,10 +31,16 @@ func TestCallerBoundsCallsAndRemembersOutages(t *testing.T) {
 	clk := &manualClock{t: time.Unix(1_700_000_000, 0)}
 	var logs bytes.Buffer
 	fire := make(chan struct{})
+	var first atomic.Bool
 	c := NewCaller(CallerOptions{Component: "test", Retry: time.Second, Now: clk.now,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		NewContext: func() (context.Context, context.CancelFunc) {
+			// Only the first call's timeout fires (on close(fire)): later
+			// calls must not race a context that is already done.
 			ctx, cancel := context.WithCancel(context.Background())
+			if !first.CompareAndSwap(false, true) {
+				return ctx, cancel
+			}
 			go func() {
 				select {
 				case <-fire:
