@@ -8,9 +8,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/sharedstate"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
@@ -21,8 +21,8 @@ import (
 type Gateway struct {
 	Handler *server.Handler
 	Store   store.Store
-	Breaker *sharedstate.SharedBreaker
-	Ledger  *sharedstate.Ledger
+	Breaker *breaker.Breaker
+	Ledger  *keyledger.Ledger
 	Roller  *usage.Roller
 }
 
@@ -42,22 +42,20 @@ type BuildOptions struct {
 func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptions) (*Gateway, error) {
 	log := o.Logger
 	if o.ResolveKey == nil {
-		o.ResolveKey = server.EnvKeys
+		o.ResolveKey = keyledger.Env
 	}
 	g := &Gateway{Store: st}
 	current := func() *config.Config { return g.Handler.Config() }
 
-	g.Breaker = sharedstate.NewBreaker(st, cfg.Breaker, sharedstate.BreakerOptions{Logger: log,
+	g.Breaker = breaker.New(st, cfg.Breaker, breaker.Options{Logger: log,
 		OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
 			if to == breaker.Open && o.Metrics != nil {
 				o.Metrics.BreakerOpen(target)
 			}
 		}})
-	ks, err := sharedstate.ResolveKeys(ctx, cfg, o.ResolveKey)
-	if err != nil {
-		return nil, err
-	}
-	g.Ledger = sharedstate.NewLedger(st, ks, sharedstate.LedgerOptions{Logger: log})
+	// The handler resolves the config's key references and gives them to
+	// the ledger, now and on every reload.
+	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams

@@ -1,19 +1,30 @@
-// Package breaker holds circuit breakers, one per target ("provider/model").
-// A breaker trips on a rolling error rate (with a minimum volume) or on a run
-// of consecutive failures, stays open for a cooldown that doubles on every
-// failed probe up to a cap, and then lets a bounded number of half-open
-// probes through. Only provider faults count; a caller's mistakes never do.
+// Package breaker is the gateway's circuit breaker: one per target
+// ("provider/model"), shared by every gateway instance through the store
+// (docs/state-model.md).
 //
-// The API is two-step, like sony/gobreaker, so it fits streams: Allow before
-// the attempt, then the returned done func once the outcome is known.
+// A target trips on a run of consecutive failures or on the sliding-window
+// error rate (with a minimum volume, counted across instances), stays open
+// for a cooldown that doubles on every failed probe up to a cap, and then
+// lets a bounded number of half-open probes through per probe round,
+// across all instances. Only provider faults count; a caller's mistakes
+// never do. The rules take their parameters from config.BreakerSettings.
+//
+// The API is two-step, like sony/gobreaker, so it fits streams: Allow
+// before the attempt, then the returned done func once the outcome is
+// known. Like gobreaker v2's distributed breaker the state lives in a
+// small store interface ([Store]: Get, Put, Add); unlike it, the request
+// path normally makes no store call at all.
 package breaker
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/store"
 )
 
 // Outcome is the result of one attempt as the breaker sees it.
@@ -55,210 +66,212 @@ type Guard interface {
 
 // Reporter describes breakers for health reports.
 type Reporter interface {
+	// Snapshot reports a target's state (never blocking on the store).
 	Snapshot(target string) Snapshot
 }
 
 // Snapshot is one breaker's state for health reports and logs.
 type Snapshot struct {
-	State       State     `json:"state"`
-	ErrorRate   float64   `json:"error_rate"`
-	Requests    int       `json:"window_requests"`
-	Failures    int       `json:"window_failures"`
-	Consecutive int       `json:"consecutive_failures"`
-	OpenUntil   time.Time `json:"open_until,omitzero"`
-	Forced      Force     `json:"forced,omitempty"`
+	State       State     `json:"state"`                // the effective state now
+	ErrorRate   float64   `json:"error_rate"`           // Failures / Requests
+	Requests    int       `json:"window_requests"`      // outcomes in the sliding window, all instances
+	Failures    int       `json:"window_failures"`      // failures among them
+	Consecutive int       `json:"consecutive_failures"` // this instance's current failure run
+	OpenUntil   time.Time `json:"open_until,omitzero"`  // end of the cooldown, while open
+	Forced      Force     `json:"forced,omitempty"`     // the operator's override, if any (set by the caller)
 }
 
-// Set is the in-process Guard: one breaker per target, created on first use.
-type Set struct {
-	settings config.BreakerSettings
-	// Now is the clock; nil means time.Now. Tests shift it instead of sleeping.
-	Now func() time.Time
-	// OnTransition, when set, is called (outside the lock) on every state
-	// change, for the structured log line.
-	OnTransition func(target string, from, to State, snap Snapshot)
+// Store is what the breaker needs from the store: single-item
+// reads, conditional puts for state transitions, and atomic adds for window
+// counters and probe grants.
+type Store interface {
+	store.Getter
+	store.Putter
+	store.Adder
+}
 
-	mu sync.Mutex
-	m  map[string]*breaker
+// Breaker defaults.
+const (
+	// DefaultCacheTTL is the longest an instance acts on a target's
+	// shared state without confirming it with the store.
+	DefaultCacheTTL = 2 * time.Second
+	// DefaultFlushInterval is the shortest gap between two flushes of a
+	// target's local outcome counts (each flush also confirms the cache).
+	DefaultFlushInterval = time.Second
+	// DefaultVerifyInterval is how often a flushing instance re-reads the
+	// state item even when no transition marker says it changed.
+	DefaultVerifyInterval = 30 * time.Second
+)
+
+// Options tune a [Breaker]. Zero fields take defaults.
+type Options struct {
+	// CacheTTL bounds how stale a target's shared state may be when a
+	// request is admitted (default 2s): an instance learns another one's
+	// trip within one flush interval under traffic, and within CacheTTL in
+	// any case (an older cache is re-read before admitting a request).
+	CacheTTL time.Duration
+	// FlushInterval is the shortest gap between two writes of a target's
+	// batched outcome counts (default 1s). A failure run that would trip is
+	// flushed at once.
+	FlushInterval time.Duration
+	// VerifyInterval is how often a target's state item is re-read even
+	// when the window items show no transition marker (default 30s): a
+	// safety net for a writer that died between its transition and its
+	// marker.
+	VerifyInterval time.Duration
+	// ProbeLease is the length of one half-open probe round (default: the
+	// settings' cooldown). If a granted probe never reports (its instance
+	// died), the next round grants new probes; at most HalfOpenProbes are
+	// granted per round across all instances.
+	ProbeLease time.Duration
+	// StoreTimeout bounds every store call (default 250ms).
+	StoreTimeout time.Duration
+	// StoreRetry is how long after a failed store call requests stop
+	// waiting on the store and work from cache and local counts (default
+	// 1s); background refreshes keep trying.
+	StoreRetry time.Duration
+	// StoreContext makes the context of one store call (nil: a context
+	// bounded by StoreTimeout). Tests use it to fire timeouts on demand.
+	StoreContext func() (context.Context, context.CancelFunc)
+	// LogEvery rate-limits store-error log lines (default 10s).
+	LogEvery time.Duration
+	// Now is the clock (nil: time.Now). Tests shift it instead of sleeping.
+	Now func() time.Time
+	// Logger receives one line per breaker transition and rate-limited
+	// store errors (nil: discarded).
+	Logger *slog.Logger
+	// OnTransition, when set, is called (outside locks) on every state
+	// change this instance sees, whether it made it or learned it.
+	OnTransition func(target string, from, to State, snap Snapshot)
+}
+
+// Breaker is the [Guard] and [Reporter] of every target, whose state is
+// shared by every gateway instance through the store: when one instance
+// trips a target, the others skip it within one cache period.
+//
+// The request path normally makes no store call: each target's shared
+// state is cached, outcomes are counted locally and flushed in batches by a
+// background goroutine, and the flush's answer confirms the cache. See
+// docs/state-model.md for the protocol and the expected store calls.
+type Breaker struct {
+	st   Store
+	set  config.BreakerSettings
+	opt  Options
+	call *store.Caller
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	targets map[string]*target
 }
 
 var (
-	_ Guard    = (*Set)(nil)
-	_ Reporter = (*Set)(nil)
+	_ Guard    = (*Breaker)(nil)
+	_ Reporter = (*Breaker)(nil)
+	_ Store    = store.Store(nil) // every backend will do
 )
 
-// NewSet returns breakers with the given settings (already defaulted).
-func NewSet(s config.BreakerSettings) *Set {
-	return &Set{settings: s, m: map[string]*breaker{}}
-}
-
-const buckets = 10
-
-type bucket struct {
-	start          time.Time
-	total, failure int
-}
-
-type breaker struct {
-	state       State
-	win         [buckets]bucket
-	consecutive int
-	openUntil   time.Time
-	trips       int // consecutive opens without a successful close, for backoff
-	probes      int // half-open probes in flight
-}
-
-func (s *Set) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+// New returns the breaker of every target over st, with the given settings
+// (already defaulted, e.g. config.Config.Breaker after loading).
+func New(st Store, settings config.BreakerSettings, opt Options) *Breaker {
+	if opt.CacheTTL <= 0 {
+		opt.CacheTTL = DefaultCacheTTL
 	}
-	return time.Now()
-}
-
-func (s *Set) get(target string) *breaker {
-	b := s.m[target]
-	if b == nil {
-		b = &breaker{state: Closed}
-		s.m[target] = b
+	if opt.FlushInterval <= 0 {
+		opt.FlushInterval = DefaultFlushInterval
 	}
-	return b
+	if opt.VerifyInterval <= 0 {
+		opt.VerifyInterval = DefaultVerifyInterval
+	}
+	if opt.ProbeLease <= 0 {
+		opt.ProbeLease = max(settings.Cooldown.D(), time.Second)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if settings.Window <= 0 {
+		settings.Window = config.BuiltinBreaker().Window
+	}
+	if settings.HalfOpenProbes <= 0 {
+		settings.HalfOpenProbes = 1
+	}
+	return &Breaker{
+		st: st, set: settings, opt: opt, log: opt.Logger, targets: map[string]*target{},
+		call: store.NewCaller(store.CallerOptions{Component: "breaker", Timeout: opt.StoreTimeout, Retry: opt.StoreRetry,
+			LogEvery: opt.LogEvery, Now: opt.Now, Logger: opt.Logger, NewContext: opt.StoreContext}),
+	}
 }
 
-// Allow implements Guard.
-func (s *Set) Allow(target string, force Force) (func(Outcome), error) {
+// Allow implements Guard. It makes no store call unless the cached
+// state is older than CacheTTL (one caller per target reads it, bounded by
+// StoreTimeout, while concurrent callers use the cache) or the target is
+// half-open (probe grants are coordinated through the store).
+func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
 	switch force {
 	case "open":
 		return nil, ErrOpen
 	case "closed":
 		return func(Outcome) {}, nil
 	}
-	now := s.now()
-	s.mu.Lock()
-	b := s.get(target)
-	from := b.state
-	if b.state == Open && !now.Before(b.openUntil) {
-		b.state, b.probes = HalfOpen, 0
-	}
-	if b.state == Open || (b.state == HalfOpen && b.probes >= s.settings.HalfOpenProbes) {
-		s.mu.Unlock()
-		s.notify(target, from, b)
-		return nil, ErrOpen
-	}
-	probe := b.state == HalfOpen
-	if probe {
-		b.probes++
-	}
-	s.mu.Unlock()
-	s.notify(target, from, b)
-	var once sync.Once
-	return func(o Outcome) { once.Do(func() { s.done(target, probe, o) }) }, nil
-}
-
-func (s *Set) notify(target string, from State, b *breaker) {
-	if s.OnTransition == nil {
-		return
-	}
-	s.mu.Lock()
-	to, snap := b.state, s.snapshot(b)
-	s.mu.Unlock()
-	if to != from {
-		s.OnTransition(target, from, to, snap)
-	}
-}
-
-func (s *Set) done(target string, probe bool, o Outcome) {
-	now := s.now()
-	s.mu.Lock()
-	b := s.get(target)
-	from := b.state
-	if probe && b.probes > 0 {
-		b.probes--
-	}
-	switch o {
-	case Success:
-		b.record(now, s.settings.Window.D(), false)
-		b.consecutive = 0
-		if b.state == HalfOpen && probe {
-			b.state, b.trips, b.win = Closed, 0, [buckets]bucket{}
-		}
-	case Failure:
-		b.record(now, s.settings.Window.D(), true)
-		b.consecutive++
+	t := b.target(id)
+	now := b.now()
+	t.mu.Lock()
+	st, _ := b.stateLocked(t, now)
+	if st != Open && (!t.known || now.Sub(t.confirmedAt) >= b.opt.CacheTTL) && b.call.Healthy() {
 		switch {
-		case b.state == HalfOpen && probe:
-			s.open(b, now)
-		case b.state == Closed && s.shouldTrip(b, now):
-			s.open(b, now)
+		case !t.busy:
+			// Singleflight: this caller reads; concurrent ones use the
+			// cache, or wait for this read when there is no cache yet.
+			t.busy, t.loading = true, make(chan struct{})
+			t.mu.Unlock()
+			b.refresh(t, true, now)
+			t.mu.Lock()
+			t.busy = false
+			close(t.loading)
+			t.loading = nil
+		case !t.known && t.loading != nil:
+			ch := t.loading
+			t.mu.Unlock()
+			<-ch // bounded: the read it waits for is
+			t.mu.Lock()
 		}
+		st, _ = b.stateLocked(t, now)
 	}
-	s.mu.Unlock()
-	s.notify(target, from, b)
+	var p probe
+	var err error
+	switch st {
+	case Open:
+		err = ErrOpen
+		t.mu.Unlock()
+	case Closed:
+		b.maybeSyncLocked(t, now, false)
+		t.mu.Unlock()
+	default:
+		t.mu.Unlock()
+		p, err = b.grantProbe(t, now)
+	}
+	b.report(t, "store")
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func(o Outcome) {
+		once.Do(func() {
+			if p.active {
+				b.probeDone(t, p, o)
+			} else {
+				b.done(t, o)
+			}
+		})
+	}, nil
 }
 
-// open trips b with a cooldown that doubles per consecutive trip, capped.
-func (s *Set) open(b *breaker, now time.Time) {
-	cool := s.settings.Cooldown.D()
-	for i := 0; i < b.trips && cool < s.settings.MaxCooldown.D(); i++ {
-		cool *= 2
-	}
-	cool = min(cool, s.settings.MaxCooldown.D())
-	b.trips++
-	b.state, b.openUntil, b.probes = Open, now.Add(cool), 0
-}
+// Wait waits for the background syncs started so far (for tests; before
+// a process exits, call Flush instead).
+func (b *Breaker) Wait() { b.call.Wait() }
 
-func (s *Set) shouldTrip(b *breaker, now time.Time) bool {
-	if b.consecutive >= s.settings.ConsecutiveFailures {
-		return true
-	}
-	total, failed := b.counts(now, s.settings.Window.D())
-	return total >= s.settings.MinRequests && float64(failed)/float64(total) >= s.settings.FailureRate
-}
-
-func (b *breaker) record(now time.Time, window time.Duration, failed bool) {
-	width := window / buckets
-	start := now.Truncate(width)
-	i := int(start.UnixNano()/int64(width)) % buckets
-	if !b.win[i].start.Equal(start) {
-		b.win[i] = bucket{start: start}
-	}
-	b.win[i].total++
-	if failed {
-		b.win[i].failure++
-	}
-}
-
-func (b *breaker) counts(now time.Time, window time.Duration) (total, failed int) {
-	for _, bk := range b.win {
-		if !bk.start.IsZero() && now.Sub(bk.start) < window {
-			total += bk.total
-			failed += bk.failure
-		}
-	}
-	return total, failed
-}
-
-func (s *Set) snapshot(b *breaker) Snapshot {
-	now := s.now()
-	total, failed := b.counts(now, s.settings.Window.D())
-	snap := Snapshot{State: b.state, Requests: total, Failures: failed, Consecutive: b.consecutive}
-	if b.state == Open && now.Before(b.openUntil) {
-		snap.OpenUntil = b.openUntil
-	} else if b.state == Open {
-		snap.State = HalfOpen
-	}
-	if total > 0 {
-		snap.ErrorRate = float64(failed) / float64(total)
-	}
-	return snap
-}
-
-// Snapshot implements Reporter.
-func (s *Set) Snapshot(target string) Snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.m[target]
-	if !ok {
-		return Snapshot{State: Closed}
-	}
-	return s.snapshot(b)
-}
+// StoreCalls reports how many store calls this breaker has issued (for
+// metrics and tests).
+func (b *Breaker) StoreCalls() int64 { return b.call.Calls() }

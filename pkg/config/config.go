@@ -162,6 +162,11 @@ type Policy struct {
 	// FallbackOn lists the error categories that move on to the next target
 	// (default: rate_limited, timeout, overloaded, unavailable).
 	FallbackOn []gwerr.Category `json:"fallback_on,omitempty"`
+	// RetrySameTargetOnTimeout retries a target that timed out before its
+	// first byte or token (up to Attempts) instead of moving on to the next
+	// target at once (default false: a silent provider must not double the
+	// wait).
+	RetrySameTargetOnTimeout bool `json:"retry_same_target_on_timeout,omitempty"`
 	// RetryAfterCap: a Retry-After up to this is waited out before retrying
 	// the same target; a longer one moves on at once (default 2s).
 	RetryAfterCap Duration `json:"retry_after_cap,omitempty"`

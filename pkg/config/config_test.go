@@ -21,7 +21,7 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Routes["m"]
-	if r.FirstTokenTimeout.D() != 10*time.Second || r.Attempts != 2 || len(r.FallbackOn) != 4 || r.IdleTimeout.D() != 30*time.Second {
+	if r.FirstTokenTimeout.D() != 10*time.Second || r.Attempts != 2 || len(r.FallbackOn) != 5 || r.IdleTimeout.D() != 30*time.Second {
 		t.Errorf("defaults not applied: %+v", r.Policy)
 	}
 	if c.Server.MaxBodyBytes != 4<<20 || c.Breaker.ConsecutiveFailures != 5 {
@@ -144,5 +144,18 @@ func TestSeedConfigIsValid(t *testing.T) {
 	}
 	if steps, _, ok := c.Chain("claude-sonnet"); !ok || len(steps) != 3 {
 		t.Errorf("claude-sonnet chain = %+v", steps)
+	}
+}
+
+func TestFallbackOnThatCanNeverApplyIsRejected(t *testing.T) {
+	for _, c := range []string{"invalid_request", "authentication", "budget_exceeded", "internal"} {
+		cfg := strings.Replace(base, "  m: {targets:", "  m: {fallback_on: ["+c+"], targets:", 1)
+		if _, err := Parse([]byte(cfg)); err == nil || !strings.Contains(err.Error(), "can never fall back") {
+			t.Errorf("fallback_on [%s]: err %v", c, err)
+		}
+	}
+	ok := strings.Replace(base, "  m: {targets:", "  m: {fallback_on: [context_length, content_policy], targets:", 1)
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Errorf("context_length and content_policy may be listed: %v", err)
 	}
 }

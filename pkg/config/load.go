@@ -90,7 +90,7 @@ func BuiltinPolicy() Policy {
 		IdleTimeout:       Duration(30 * time.Second),
 		ResponseTimeout:   Duration(5 * time.Minute),
 		Attempts:          2,
-		FallbackOn:        []gwerr.Category{gwerr.RateLimited, gwerr.Timeout, gwerr.Overloaded, gwerr.Unavailable},
+		FallbackOn:        []gwerr.Category{gwerr.RateLimited, gwerr.Timeout, gwerr.Overloaded, gwerr.Unavailable, gwerr.ContextLength},
 		RetryAfterCap:     Duration(2 * time.Second),
 		BackoffBase:       Duration(100 * time.Millisecond),
 		BackoffMax:        Duration(2 * time.Second),
@@ -311,6 +311,9 @@ func (p Policy) validate(at string) error {
 	for _, c := range p.FallbackOn {
 		if !slices.Contains(gwerr.Categories, c) {
 			return fmt.Errorf("config: %s.fallback_on: unknown category %q", at, c)
+		}
+		if !c.Fallback() {
+			return fmt.Errorf("config: %s.fallback_on: %q can never fall back (a caller's own mistake); the categories that can are rate_limited, timeout, overloaded, unavailable, interrupted, context_length and content_policy", at, c)
 		}
 	}
 	if p.RetryBudget < 0 || p.RetryBudget > 1 {

@@ -112,6 +112,8 @@ func (e Event) Clone() Event {
 	e.Text = strings.Clone(e.Text)
 	e.ID = strings.Clone(e.ID)
 	e.Name = strings.Clone(e.Name)
+	e.Stop = strings.Clone(e.Stop)
+	e.StopSequence = strings.Clone(e.StopSequence)
 	if e.Raw != nil {
 		e.Raw = append([]byte(nil), e.Raw...)
 	}

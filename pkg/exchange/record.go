@@ -39,9 +39,11 @@ type Record struct {
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// CacheHit reports that the prompt cache served part of the input
 	// (CachedTokens > 0); set when the record is stored.
-	CacheHit  bool    `json:"cache_hit,omitempty"`
-	Estimated bool    `json:"tokens_estimated,omitempty"`
-	CostUSD   float64 `json:"cost_usd,omitempty"`
+	CacheHit  bool `json:"cache_hit,omitempty"`
+	Estimated bool `json:"tokens_estimated,omitempty"`
+	// MalformedFrames counts upstream frames skipped as invalid JSON.
+	MalformedFrames int     `json:"malformed_frames,omitempty"`
+	CostUSD         float64 `json:"cost_usd,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.
@@ -58,6 +60,7 @@ func (rec *Record) Fill(r *Request) {
 	rec.Route, rec.Tag, rec.Stream = r.Route, r.Tag, r.Stream
 	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
+	rec.MalformedFrames = r.Trace.MalformedFrames
 }
 
 // SetUsage copies an attempt's token counts into the record.

@@ -28,6 +28,9 @@ type Trace struct {
 	// provider id.
 	Target   string
 	Provider string
+	// MalformedFrames counts upstream frames that were not valid JSON:
+	// skipped, never forwarded to the client.
+	MalformedFrames int
 }
 
 // Millis converts a duration to fractional milliseconds, the unit of every

@@ -23,7 +23,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
 )
@@ -40,6 +40,10 @@ var (
 	errIdle       = errors.New("idle timeout")
 )
 
+// CodeFirstTokenTimeout marks a timeout before the first byte or token of an
+// attempt: the target is left for the next one at once.
+const CodeFirstTokenTimeout = "first_token_timeout"
+
 // Router opens responses by walking fallback chains. Its fields are the
 // collaborators it needs; nil optional fields take defaults.
 type Router struct {
@@ -48,7 +52,7 @@ type Router struct {
 	// Breakers guards targets. Required.
 	Breakers breaker.Guard
 	// Keys picks keys and learns from responses. Required.
-	Keys keys.Picker
+	Keys keyledger.Picker
 	// Budget caps retries per provider. Required.
 	Budget *retry.Budget
 	// Sleep waits between attempts; nil waits on a timer, honouring ctx.
@@ -120,7 +124,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			continue
 		}
 		last = ge
-		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
+		if errors.Is(err, ErrDeadline) || !last.Category.Fallback() {
 			return nil, last
 		}
 	}
@@ -137,9 +141,19 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s", msg) }
 
 // tryTarget makes up to step.Attempts attempts at one target.
+//
+// Between attempts: a Retry-After beyond the route's cap moves on at once;
+// so does a first-token timeout (unless the route retries the same target
+// on timeouts); a key the provider refused (401/403) or rate-limited (429)
+// is replaced by the next usable key at once, which is not a retry and
+// spends no retry budget; when the provider has no other usable key, a 429
+// whose Retry-After is within the cap is waited out and the same target
+// tried again. Every other retry spends the provider's retry budget and
+// waits a jittered backoff.
 func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step) (*Session, error) {
 	pol, tr := rq.Policy, &rq.Trace
 	var last *gwerr.Error
+attempts:
 	for n := 1; n <= step.Attempts; n++ {
 		if n == 1 {
 			r.Budget.Request(step.Provider)
@@ -147,12 +161,27 @@ func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step confi
 			if last.RetryAfter > pol.RetryAfterCap.D() {
 				break // the provider asks for longer than we wait: move on
 			}
-			if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
-				break
+			if last.Code == CodeFirstTokenTimeout && !pol.RetrySameTargetOnTimeout {
+				break // a silent provider must not double the wait
 			}
 			wait := max(last.RetryAfter, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
-			if last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests {
-				wait = 0 // the next attempt uses another key, if there is one
+			switch {
+			case last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests:
+				if _, other := r.Keys.Pick(step.Provider, step.Model); other {
+					wait = 0 // the next attempt uses another key: no retry budget spent
+					break
+				}
+				if last.Status != http.StatusTooManyRequests || last.RetryAfter <= 0 {
+					break // no usable key: the attempt below records the skip
+				}
+				if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
+					break attempts
+				}
+				wait = last.RetryAfter // the only key: wait out its Retry-After
+			default:
+				if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
+					break attempts
+				}
 			}
 			if err := r.sleep(ctx, wait); err != nil {
 				return nil, endErr(ctx)
@@ -193,7 +222,7 @@ func endErr(ctx context.Context) error {
 }
 
 // attempt makes one call and reads up to the first content event.
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keys.Key, done func(breaker.Outcome)) (*Session, error) {
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
 	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
@@ -233,9 +262,18 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	}
 	rec.Phase = "first_token"
 	var head []exchange.Event
+	answered, ended := false, false
 	for {
 		ev, err := stream.Next()
 		if err == io.EOF {
+			// Ended without content. It is still an answer when it stopped
+			// for length or a content filter, or spent output tokens (on
+			// hidden reasoning): the client decides. Only a truly empty
+			// success is retried or failed over.
+			if answered || stream.Usage().Output > 0 {
+				ended = true
+				break
+			}
 			return fail(stream, provider.EmptyResponse(step.Provider))
 		}
 		if err != nil {
@@ -248,6 +286,9 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		if ev.Commits() {
 			break
 		}
+		if ev.Finishes() && (ev.Finish == exchange.FinishLength || ev.Finish == exchange.FinishContentFilter) {
+			answered = true
+		}
 	}
 	wd.Stop()
 	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
@@ -258,7 +299,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	tr.Attempts = append(tr.Attempts, rec)
 	return &Session{
 		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.WantsUsage,
+		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.WantsUsage, ended: ended,
 	}, nil
 }
 
@@ -267,7 +308,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 func (r *Router) classify(ctx, actx context.Context, err error, limit time.Duration) (*gwerr.Error, breaker.Outcome) {
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errFirstToken):
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
+		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeFirstTokenTimeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
 	case errors.Is(cause, ErrDeadline):
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
 	case ctx.Err() != nil:

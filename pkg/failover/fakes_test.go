@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retry"
 )
@@ -67,6 +67,7 @@ func stalls(evs ...exchange.Event) func(context.Context, *provider.Call) (provid
 }
 
 type fakeStream struct {
+	out    int // text events sent: the output tokens it reports
 	ctx    context.Context
 	evs    []exchange.Event
 	end    error
@@ -78,6 +79,9 @@ func (f *fakeStream) Next() (exchange.Event, error) {
 	if len(f.evs) > 0 {
 		ev := f.evs[0]
 		f.evs = f.evs[1:]
+		if ev.Kind == exchange.Text {
+			f.out++
+		}
 		return ev, nil
 	}
 	if f.stall {
@@ -89,7 +93,7 @@ func (f *fakeStream) Next() (exchange.Event, error) {
 	}
 	return exchange.Event{}, f.end
 }
-func (f *fakeStream) Usage() exchange.TokenUsage { return exchange.TokenUsage{Input: 3, Output: 2} }
+func (f *fakeStream) Usage() exchange.TokenUsage { return exchange.TokenUsage{Input: 3, Output: f.out} }
 func (f *fakeStream) Close() error               { f.closed = true; return nil }
 
 func text(s string) exchange.Event { return exchange.Event{Kind: exchange.Text, Text: s} }
@@ -140,18 +144,20 @@ type picker struct {
 	mu       sync.Mutex
 	none     map[string]bool
 	observed []int
+	// pickHook, when set, decides whether prov has a usable key now.
+	pickHook func(prov string) bool
 }
 
-func (p *picker) Pick(prov, _ string) (keys.Key, bool) {
+func (p *picker) Pick(prov, _ string) (keyledger.Key, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.none[prov] {
-		return keys.Key{}, false
+	if p.none[prov] || p.pickHook != nil && !p.pickHook(prov) {
+		return keyledger.Key{}, false
 	}
-	return keys.Key{Fingerprint: "fp-" + prov}, true
+	return keyledger.Key{Fingerprint: "fp-" + prov}, true
 }
 
-func (p *picker) Observe(_, _ string, _ keys.Key, status int, _ http.Header) {
+func (p *picker) Observe(_, _ string, _ keyledger.Key, status int, _ http.Header) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.observed = append(p.observed, status)

@@ -31,6 +31,7 @@ type Session struct {
 	done      func(breaker.Outcome)
 	wantUsage bool
 	fault     bool // the upstream failed mid-stream: the breaker hears of it
+	ended     bool // the upstream already ended cleanly: only the head is left
 	endOnce   sync.Once
 }
 
@@ -43,6 +44,9 @@ func (s *Session) Next() (exchange.Event, error) {
 		f := s.head[0]
 		s.head = s.head[1:]
 		return f, nil
+	}
+	if s.ended {
+		return exchange.Event{}, io.EOF
 	}
 	for {
 		s.wd.Reset(s.idle)

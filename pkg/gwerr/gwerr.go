@@ -29,6 +29,7 @@ const (
 	RateLimited    Category = "rate_limited"    // a rate limit was hit, the caller's or every provider's (429)
 	BudgetExceeded Category = "budget_exceeded" // the caller's budget would be exceeded (429)
 	ContentPolicy  Category = "content_policy"  // a provider refused the content (400)
+	ContextLength  Category = "context_length"  // the request does not fit the model's context window (400)
 	Timeout        Category = "timeout"         // a phase timeout or the request deadline passed (504)
 	Overloaded     Category = "overloaded"      // providers said they are overloaded (503)
 	Unavailable    Category = "unavailable"     // no provider could serve: down, open breakers, bad credentials (502)
@@ -38,13 +39,13 @@ const (
 
 // Categories lists every category, for documentation and tests.
 var Categories = []Category{InvalidRequest, Authentication, Permission, NotFound, RateLimited,
-	BudgetExceeded, ContentPolicy, Timeout, Overloaded, Unavailable, Interrupted, Internal}
+	BudgetExceeded, ContentPolicy, ContextLength, Timeout, Overloaded, Unavailable, Interrupted, Internal}
 
 // Status is the HTTP status a client receives for the category when the
 // error happens before the response is committed.
 func (c Category) Status() int {
 	switch c {
-	case InvalidRequest, ContentPolicy:
+	case InvalidRequest, ContentPolicy, ContextLength:
 		return http.StatusBadRequest
 	case Authentication:
 		return http.StatusUnauthorized
@@ -75,14 +76,24 @@ func (c Category) ProviderFault() bool {
 	return false
 }
 
-// Retryable reports whether trying again (the same or another target) may
-// succeed. It is the default fallback_on set of a route.
+// Retryable reports whether trying the same target again may succeed. It
+// is most of the default fallback_on set of a route (see Fallback).
 func (c Category) Retryable() bool {
 	switch c {
 	case RateLimited, Timeout, Overloaded, Unavailable, Interrupted:
 		return true
 	}
 	return false
+}
+
+// Fallback reports whether a failure of this category may move a request
+// on to the next target of its chain, when the route's fallback_on lists
+// it: the retryable categories, a context window too small (a larger
+// model may take it) and, only by explicit choice, a content refusal.
+// Other categories (the caller's own mistakes) never fall back; listing
+// them in fallback_on is a config error.
+func (c Category) Fallback() bool {
+	return c.Retryable() || c == ContextLength || c == ContentPolicy
 }
 
 // Error is the gateway's typed error. Match it with errors.As.

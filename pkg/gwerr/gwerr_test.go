@@ -9,7 +9,7 @@ import (
 
 func TestCategoryStatuses(t *testing.T) {
 	want := map[Category]int{InvalidRequest: 400, Authentication: 401, Permission: 403, NotFound: 404,
-		RateLimited: 429, BudgetExceeded: 429, ContentPolicy: 400, Timeout: 504, Overloaded: 503,
+		RateLimited: 429, BudgetExceeded: 429, ContentPolicy: 400, ContextLength: 400, Timeout: 504, Overloaded: 503,
 		Unavailable: 502, Interrupted: 502, Internal: 500}
 	for _, c := range Categories {
 		if c.Status() != want[c] {
@@ -59,5 +59,17 @@ func TestRedactAWSSessionTokensAndSignatures(t *testing.T) {
 		if strings.Contains(got, leak) {
 			t.Errorf("Redact left %q in %q", leak, got)
 		}
+	}
+}
+
+func TestFallbackCategories(t *testing.T) {
+	for _, c := range Categories {
+		want := c.Retryable() || c == ContextLength || c == ContentPolicy
+		if c.Fallback() != want {
+			t.Errorf("%s.Fallback() = %v", c, c.Fallback())
+		}
+	}
+	if ContextLength.Retryable() || ContentPolicy.Retryable() || ContextLength.ProviderFault() {
+		t.Error("context_length and content_policy must never be retried on the same target nor count against a breaker")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/internal/testkit"
 
 	"github.com/llmgw/llmgw/pkg/lambdaemu"

@@ -57,8 +57,9 @@ func (e *EMF) emit(doc map[string]any, directives ...directive) {
 	e.mu.Unlock()
 }
 
-// Request emits the per-request metrics: Requests, Fallbacks, Errors5xx and
-// TimeToFirstTokenMs by [Stage] and [Stage, Route]; CostUSD, Requests,
+// Request emits the per-request metrics: Requests, Fallbacks, Errors5xx,
+// MalformedFrames (when any) and TimeToFirstTokenMs by [Stage] and
+// [Stage, Route]; CostUSD, Requests,
 // Fallbacks and TimeToFirstTokenMs by [Stage, Team].
 func (e *EMF) Request(rec *exchange.Record) {
 	team := rec.Team
@@ -72,6 +73,10 @@ func (e *EMF) Request(rec *exchange.Record) {
 	}
 	perRoute := []metricDef{{"Requests", "Count"}, {"Fallbacks", "Count"}, {"Errors5xx", "Count"}}
 	perTeam := []metricDef{{"CostUSD", "None"}, {"Requests", "Count"}, {"Fallbacks", "Count"}}
+	if rec.MalformedFrames > 0 {
+		doc["MalformedFrames"] = rec.MalformedFrames
+		perRoute = append(perRoute, metricDef{"MalformedFrames", "Count"})
+	}
 	if rec.TTFTMillis > 0 {
 		doc["TimeToFirstTokenMs"] = rec.TTFTMillis
 		perRoute = append(perRoute, metricDef{"TimeToFirstTokenMs", "Milliseconds"})

@@ -27,15 +27,18 @@ type PromptTokensDetails struct {
 // whether it carries content, whether it finishes a choice, its usage and
 // whether it is an error. It holds no references into the inspected bytes.
 type ChunkInfo struct {
-	Content   bool // text, refusal, reasoning, a tool call or a function call
-	Chars     int  // characters of generated text and tool arguments, for estimates
-	Finish    bool // a choice carries a finish_reason
-	ToolCalls bool // a tool call is present
-	HasUsage  bool // a usage object is present
-	UsageOnly bool // the include_usage chunk: choices is empty and usage is set
-	Usage     Usage
-	Error     bool // a top-level error object: the upstream reports a failure in-band
-	ErrorType string
+	Content bool // text, refusal, reasoning, a tool call or a function call
+	Chars   int  // characters of generated text and tool arguments, for estimates
+	Finish  bool // a choice carries a finish_reason
+	// FinishReason is the finish_reason when it is one of OpenAI's
+	// (stop, length, tool_calls, content_filter, function_call); "" otherwise.
+	FinishReason string
+	ToolCalls    bool // a tool call is present
+	HasUsage     bool // a usage object is present
+	UsageOnly    bool // the include_usage chunk: choices is empty and usage is set
+	Usage        Usage
+	Error        bool // a top-level error object: the upstream reports a failure in-band
+	ErrorType    string
 }
 
 // bytesString views b as a string without copying. The string must not
@@ -91,6 +94,7 @@ func inspect(s, part string) ChunkInfo {
 		}
 		if fr := c.Get("finish_reason"); fr.Type == gjson.String {
 			ci.Finish = true
+			ci.FinishReason = knownFinish(fr.Str)
 		}
 		return true
 	})
@@ -105,4 +109,15 @@ func inspect(s, part string) ChunkInfo {
 		}
 	}
 	return ci
+}
+
+// knownFinish returns reason as a constant string (never a view into the
+// inspected bytes) when it is one of OpenAI's finish reasons.
+func knownFinish(reason string) string {
+	for _, k := range [...]string{"stop", "length", "tool_calls", "content_filter", "function_call"} {
+		if reason == k {
+			return k
+		}
+	}
+	return ""
 }

@@ -13,7 +13,7 @@ import (
 // CodeProviderCredentials marks an upstream 401/403: the gateway's key was
 // rejected. It is the gateway's fault, not the caller's, so it is reported to
 // clients as unavailable, does not penalise the target's breaker, and makes
-// the key pool set that key aside.
+// the key ledger set that key aside.
 const CodeProviderCredentials = "provider_credentials"
 
 // CodeUnsupportedFeature marks an invalid_request for a feature a target
@@ -31,9 +31,12 @@ func Unsupported(target, param, feature string) *gwerr.Error {
 }
 
 // StatusError builds the error for a non-success upstream response: status
-// and the provider's error type (e.g. "overloaded_error") decide the
-// category; detail is upstream text that the caller may see only for its
-// own mistakes, so it must already be redacted.
+// and the provider's error type and code (e.g. "overloaded_error", or
+// "invalid_request_error content_policy_violation": pass every word the
+// provider gave, separated by spaces) decide the category; detail is
+// upstream text that the caller may see only for its own mistakes, so it
+// must already be redacted. A request too long for the model's context is
+// recognised by code or by the providers' documented messages.
 func StatusError(providerID string, status int, errType, detail string, retryAfter time.Duration) *gwerr.Error {
 	e := &gwerr.Error{Provider: providerID, Status: status, RetryAfter: retryAfter}
 	t := strings.ToLower(errType)
@@ -43,6 +46,9 @@ func StatusError(providerID string, status int, errType, detail string, retryAft
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		e.Category, e.Code = gwerr.Unavailable, CodeProviderCredentials
 		e.Message = "provider rejected the gateway's credentials"
+	case contextLength(t, detail, status):
+		e.Category, e.Code, e.Detail = gwerr.ContextLength, "context_length_exceeded", detail
+		e.Message = "the request does not fit the model's context window"
 	case strings.Contains(t, "content_filter") || strings.Contains(t, "content_policy") || strings.Contains(t, "safety"):
 		e.Category, e.Message, e.Detail = gwerr.ContentPolicy, "provider refused the content", detail
 	case status == http.StatusTooManyRequests || strings.Contains(t, "rate_limit") || strings.Contains(t, "throttl"):
@@ -61,6 +67,31 @@ func StatusError(providerID string, status int, errType, detail string, retryAft
 		e.Category, e.Message = gwerr.Unavailable, "provider returned an unexpected status"
 	}
 	return e
+}
+
+// contextPhrases are how providers say a prompt is too long when they give
+// no code for it (Anthropic "prompt is too long: N tokens > M maximum",
+// Bedrock "Input is too long for requested model", others "maximum context
+// length").
+var contextPhrases = []string{"context_length", "context length", "context window", "prompt is too long",
+	"input is too long", "too many input tokens", "maximum context", "exceeds the context"}
+
+// contextLength reports whether an upstream error says the request does not
+// fit the model's context window.
+func contextLength(t, detail string, status int) bool {
+	if strings.Contains(t, "context_length") || strings.Contains(t, "context_window") {
+		return true
+	}
+	if status != 0 && status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	d := strings.ToLower(detail)
+	for _, p := range contextPhrases {
+		if strings.Contains(d, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // TransportError classifies an error from sending a request or reading a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 )
 
 // Provider sends one attempt to one upstream.
@@ -36,7 +36,7 @@ type Call struct {
 	Step config.Step
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
-	Key keys.Key
+	Key keyledger.Key
 	// OnResponse, when set, is called with the upstream status and headers
 	// of every response (success or error), before Send returns. The key
 	// ledger reads rate-limit headers from it.
@@ -75,7 +75,7 @@ func Passthrough(req *exchange.Request, api exchange.API) bool { return req.API 
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty
 // "Bearer ".
-func SetKeyHeader(h http.Header, header string, k keys.Key) {
+func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
 	if k.Secret == "" {
 		return
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // TestClientDisconnectsDuringConcurrentStreams: many concurrent streaming

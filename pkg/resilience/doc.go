@@ -6,7 +6,7 @@
 //
 //   - toxic_test.go: network faults on the upstream path, per provider kind
 //     (cuts, resets, refused connections, stalls, idle gaps, slow trickles)
-//     and latency on the store path (pkg/sharedstate over dynalite).
+//     and latency on the store path (pkg/breaker and pkg/keyledger over dynalite).
 //   - disconnect_test.go: clients that leave at random points during many
 //     concurrent streams; cancellation, records, goroutines and heap.
 //   - hostile_test.go: malformed, oversized, mistyped and redirecting input.

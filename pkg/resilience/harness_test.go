@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/internal/testkit"
 
 	"github.com/rs/zerolog"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // TestMain isolates the AWS SDK from the machine once for the whole

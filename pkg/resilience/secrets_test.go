@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/sharedstate"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -212,12 +214,8 @@ providers:
 	st := &recordingStore{Store: emb}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ks, err := sharedstate.ResolveKeys(context.Background(), cfg, server.EnvKeys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := sharedstate.NewBreaker(st, cfg.Breaker, sharedstate.BreakerOptions{Logger: log})
-	kl := sharedstate.NewLedger(st, ks, sharedstate.LedgerOptions{Logger: log})
+	br := breaker.New(st, cfg.Breaker, breaker.Options{Logger: log})
+	kl := keyledger.New(st, keyledger.Options{Logger: log})
 	recorder := usage.NewRecorder(st, cfgNow, log)
 	g := newGateway(t, yaml, func(o *server.Options) {
 		capture := o.Record

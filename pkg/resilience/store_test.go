@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/sharedstate"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/storetest"
@@ -22,11 +24,12 @@ import (
 // gateway's DynamoDB client and dynalite, and wires every store user the
 // way production does: team authentication and the limiter (store Adds on
 // the request path), the shared circuit breaker and key ledger
-// (pkg/sharedstate) and the usage recorder. After a warm phase that trips
-// the primary's breaker, the store link gets 5 s of latency: requests keep
-// flowing, served from cached state (the tripped primary is still skipped
-// without a call), each bounded by the store timeouts (200 ms), never by
-// the store's latency; when the latency goes, records are stored again.
+// (pkg/breaker, pkg/keyledger) and the usage recorder. After a warm phase
+// that trips the primary's breaker, the store link gets 5 s of latency:
+// requests keep flowing, served from cached state (the tripped primary is
+// still skipped without a call), each bounded by the store timeouts
+// (200 ms), never by the store's latency; when the latency goes, records
+// are stored again.
 func TestToxicStoreLatencyRequestsFlowFromCache(t *testing.T) {
 	endpoint := storetest.StartDynalite(t) // skips loudly without node/dynalite (fails in CI)
 	toxi := newToxiproxy()
@@ -69,12 +72,8 @@ routes:
 	const storeTimeout = 200 * time.Millisecond
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	br := sharedstate.NewBreaker(st, cfg.Breaker, sharedstate.BreakerOptions{StoreTimeout: storeTimeout, Logger: log})
-	ks, err := sharedstate.ResolveKeys(context.Background(), cfg, server.EnvKeys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kl := sharedstate.NewLedger(st, ks, sharedstate.LedgerOptions{StoreTimeout: storeTimeout, Logger: log})
+	br := breaker.New(st, cfg.Breaker, breaker.Options{StoreTimeout: storeTimeout, Logger: log})
+	kl := keyledger.New(st, keyledger.Options{StoreTimeout: storeTimeout, Logger: log})
 	t.Cleanup(func() { br.Flush(); kl.Wait() })
 	cfgNow := func() *config.Config { return cfg }
 	recorder := usage.NewRecorder(st, cfgNow, log)
@@ -178,7 +177,7 @@ routes:
 	// The latency goes: after the store-retry period the store is used
 	// again and records are stored.
 	px.removeToxic(t, "slow-store")
-	time.Sleep(1500 * time.Millisecond) // sharedstate's StoreRetry (1s) and a margin
+	time.Sleep(1500 * time.Millisecond) // the breaker's and ledger's StoreRetry (1s) and a margin
 	for i := 0; i < 3; i++ {
 		request("recovered", i)
 	}

@@ -204,8 +204,15 @@ func (x *exchangeState) setGatewayHeaders() {
 
 // fail answers with an error before anything was committed, in the
 // client API's own error shape.
+//
+// x-should-retry tells the OpenAI and Anthropic SDKs whether their own
+// retry could help: never after the gateway already retried or failed
+// over, never for a limit or budget refusal (Retry-After says when), and
+// never for the caller's own mistakes.
 func (x *exchangeState) fail(e *gwerr.Error) {
 	x.setGatewayHeaders()
+	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && len(x.req.Trace.Attempts) <= 1
+	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 )
 
 // modelObject is one entry of GET /v1/models.
@@ -53,13 +53,13 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) 
 // targetHealth is one target in GET /healthz. It names keys only by
 // fingerprint.
 type targetHealth struct {
-	ID       string           `json:"id"`
-	Provider string           `json:"provider"`
-	Kind     string           `json:"kind"`
-	Model    string           `json:"model"`
-	Disabled bool             `json:"disabled,omitempty"`
-	Breaker  breaker.Snapshot `json:"breaker"`
-	Keys     []keys.Status    `json:"keys,omitempty"`
+	ID       string             `json:"id"`
+	Provider string             `json:"provider"`
+	Kind     string             `json:"kind"`
+	Model    string             `json:"model"`
+	Disabled bool               `json:"disabled,omitempty"`
+	Breaker  breaker.Snapshot   `json:"breaker"`
+	Keys     []keyledger.Status `json:"keys,omitempty"`
 }
 
 // health serves GET /healthz: every target's breaker and key state.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -24,9 +23,10 @@ import (
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -40,20 +40,27 @@ type Options struct {
 	// Nil: the record is only logged.
 	Record func(ctx context.Context, rec *exchange.Record)
 	// ResolveKey returns the secret a key reference points at; ok false
-	// skips that key. Nil: environment variables only.
+	// skips that key. Nil: environment variables only (keyledger.Env).
+	// Key references are resolved here only, on every config load (New
+	// and Reload), and handed to Keys with SetKeys.
 	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
-	// Breakers guards targets (nil: in-process breakers from the config).
+	// Breakers guards targets (nil: a breaker.Breaker with the config's
+	// settings over an in-memory store, shared by nothing but this
+	// handler).
 	Breakers interface {
 		breaker.Guard
 		breaker.Reporter
 	}
-	// OnBreakerOpen, when set, is told each time a target's in-process
-	// breaker opens (the BreakerOpen metric).
+	// OnBreakerOpen, when set, is told each time a target of the default
+	// breaker (Breakers nil) opens (the BreakerOpen metric).
 	OnBreakerOpen func(target string)
-	// Keys picks provider keys (nil: an in-process pool).
+	// Keys picks provider keys and learns from responses (nil: a
+	// keyledger.Ledger over an in-memory store). It is given the resolved
+	// keys on every config load.
 	Keys interface {
-		keys.Picker
-		Statuses(provider, model string) []keys.Status
+		keyledger.Picker
+		Statuses(provider, model string) []keyledger.Status
+		SetKeys(map[string][]keyledger.Key)
 	}
 	// Authenticate identifies callers of the /v1 API (nil: everyone is an
 	// anonymous caller, for local use).
@@ -80,7 +87,6 @@ type Handler struct {
 	opts    Options
 	log     *slog.Logger
 	budget  *retry.Budget
-	pool    *keys.Pool // the default key pool, when Options.Keys is nil
 	current atomic.Pointer[runtimeState]
 	// ingresses maps each POST path to the client API served there.
 	ingresses map[string]ingress.Ingress
@@ -102,7 +108,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 		opts.Now = time.Now
 	}
 	if opts.ResolveKey == nil {
-		opts.ResolveKey = EnvKeys
+		opts.ResolveKey = keyledger.Env
 	}
 	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
@@ -111,23 +117,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 		}
 	}
 	h.budget.Now = opts.Now
-	if h.opts.Breakers == nil {
-		set := breaker.NewSet(cfg.Breaker)
-		set.Now = opts.Now
-		set.OnTransition = func(target string, from, to breaker.State, s breaker.Snapshot) {
-			h.log.LogAttrs(context.Background(), slog.LevelWarn, "breaker", slog.String("target", target),
-				slog.String("from", string(from)), slog.String("to", string(to)),
-				slog.Float64("error_rate", s.ErrorRate), slog.Int("window_requests", s.Requests),
-				slog.Time("open_until", s.OpenUntil))
-			if to == breaker.Open && h.opts.OnBreakerOpen != nil {
-				h.opts.OnBreakerOpen(target)
-			}
+	if h.opts.Breakers == nil || h.opts.Keys == nil {
+		// State of this process only: nothing to share it with, nothing
+		// to keep after exit.
+		mem := embedded.OpenMemory(embedded.WithClock(opts.Now))
+		if h.opts.Breakers == nil {
+			h.opts.Breakers = breaker.New(mem, cfg.Breaker, breaker.Options{Now: opts.Now, Logger: h.log,
+				OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
+					if to == breaker.Open && h.opts.OnBreakerOpen != nil {
+						h.opts.OnBreakerOpen(target)
+					}
+				}})
 		}
-		h.opts.Breakers = set
-	}
-	if h.opts.Keys == nil {
-		h.pool = keys.NewPool(nil, keys.PoolSettings{Now: opts.Now})
-		h.opts.Keys = h.pool
+		if h.opts.Keys == nil {
+			h.opts.Keys = keyledger.New(mem, keyledger.Options{Now: opts.Now, Logger: h.log})
+		}
 	}
 	if err := h.Reload(ctx, cfg); err != nil {
 		return nil, err
@@ -135,55 +139,23 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	return h, nil
 }
 
-// EnvKeys resolves env key references; an unset or empty variable skips
-// the key. Other references are skipped too.
-func EnvKeys(_ context.Context, ref config.KeyRef) (string, bool, error) {
-	if ref.Env == "" {
-		return "", false, nil
-	}
-	v := os.Getenv(ref.Env)
-	return v, v != "", nil
-}
-
-// Reload swaps in a new config. In-flight requests finish on the old one;
-// breaker and key state carry over.
+// Reload swaps in a new config: it resolves the config's key references
+// and hands the keys to Options.Keys. In-flight requests finish on the old
+// config; breaker and key state carry over.
 func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	provs, err := providerregistry.Build(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	resolved := map[string][]keys.Key{}
 	kinds := map[string]string{}
 	for _, id := range cfg.ProviderIDs() {
-		p := cfg.Providers[id]
-		kinds[id] = p.Kind
-		if len(p.Keys) == 0 {
-			continue
-		}
-		ks := []keys.Key{}
-		for i, ref := range p.Keys {
-			secret, ok, err := h.opts.ResolveKey(ctx, ref)
-			if err != nil {
-				return fmt.Errorf("provider %s: keys[%d]: %w", id, i, err)
-			}
-			if !ok {
-				h.log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: its reference resolves to nothing",
-					slog.String("provider", id), slog.Int("key_index", i))
-				continue
-			}
-			prio := ref.Priority
-			if prio == 0 {
-				prio = i
-			}
-			ks = append(ks, keys.New(secret, prio))
-		}
-		resolved[id] = ks
+		kinds[id] = cfg.Providers[id].Kind
 	}
-	// Whatever picks keys learns the resolved set on every config change
-	// (the in-process pool, or a shared ledger).
-	if ks, ok := h.opts.Keys.(interface{ SetKeys(map[string][]keys.Key) }); ok {
-		ks.SetKeys(resolved)
+	resolved, err := keyledger.Resolve(ctx, cfg, h.opts.ResolveKey, h.log)
+	if err != nil {
+		return err
 	}
+	h.opts.Keys.SetKeys(resolved)
 	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
 		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
 	}}

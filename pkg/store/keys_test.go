@@ -142,3 +142,17 @@ func TestWindowBoundsHelpers(t *testing.T) {
 		t.Fatal("ledger items of one key must share a partition")
 	}
 }
+
+// The breaker and the key ledger rely on these layouts: one Query of a
+// key's partition reads its credential and all its models, and a range
+// query of breaker windows never selects probe items.
+func TestSharedStateKeyLayout(t *testing.T) {
+	if LedgerCredentialKey("p", "k").PK != LedgerKey("p", "k", "m").PK || LedgerPK("p", "k") != LedgerKey("p", "k", "m").PK {
+		t.Error("a key's credential item must share the partition of its model items")
+	}
+	at := time.Date(2024, 5, 1, 21, 59, 58, 500, time.UTC)
+	probe := BreakerProbeKey("t", at).SK
+	if lo, hi := BreakerWindowSK(at.Add(-time.Hour)), BreakerWindowSK(at.Add(time.Hour)); probe >= lo && probe < hi {
+		t.Error("a window range query would select probe items")
+	}
+}

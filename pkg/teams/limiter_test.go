@@ -14,7 +14,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
-	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -52,16 +51,16 @@ func limitsConfig(t *testing.T, limits string) *config.Config {
 	return cfg
 }
 
-func admissionB(b testing.TB, cfg *config.Config) *server.Admission {
+func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 	req, err := openaiwire.Parse([]byte(body400), openaiwire.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	steps, _, _ := cfg.Chain(req.Model)
-	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Req: req, Body: []byte(body400)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Body: []byte(body400)}
 }
 
-func admission(t *testing.T, cfg *config.Config, team, tag, body string) *server.Admission {
+func admission(t *testing.T, cfg *config.Config, team, tag, body string) *exchange.Request {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
@@ -71,7 +70,7 @@ func admission(t *testing.T, cfg *config.Config, team, tag, body string) *server
 	if !ok {
 		t.Fatalf("no route %s", req.Model)
 	}
-	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Req: req, Body: []byte(body)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Chat: req, Body: []byte(body)}
 }
 
 // body400 has 400 characters of content and max_tokens 1000: the estimate
@@ -110,7 +109,7 @@ func TestLimitsWithStores(t *testing.T) {
 
 // run200 calls Admit from 200 goroutines at once; settle (may be nil) runs
 // right after each admission.
-func run200(t *testing.T, lim *teams.Limiter, a func() *server.Admission, settle func(exchange.Settle)) (admitted int, refusals []error) {
+func run200(t *testing.T, lim *teams.Limiter, a func() *exchange.Request, settle func(exchange.Settle)) (admitted int, refusals []error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var n atomic.Int32
@@ -145,7 +144,7 @@ func testConcurrentRPM(t *testing.T, open usagetest.Opener) {
 	cfg := limitsConfig(t, "limits: {requests_per_minute: 50}")
 	lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
 	lim.Now = clk.Now
-	admitted, refusals := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) }, nil)
+	admitted, refusals := run200(t, lim, func() *exchange.Request { return admission(t, cfg, "search", "", body400) }, nil)
 	if admitted > 50 || admitted < 1 {
 		t.Fatalf("%d of 200 concurrent requests admitted with 50 requests per minute", admitted)
 	}
@@ -175,7 +174,7 @@ func testConcurrentCost(t *testing.T, open usagetest.Opener) {
 	lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
 	lim.Now = clk.Now
 	var spent atomic.Int64
-	admitted, refusals := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) },
+	admitted, refusals := run200(t, lim, func() *exchange.Request { return admission(t, cfg, "search", "", body400) },
 		func(settle exchange.Settle) {
 			// The request used exactly its estimate.
 			rec := &exchange.Record{Target: "up/up-model", Provider: "up", InputTokens: 107, OutputTokens: 1000}
@@ -219,7 +218,7 @@ func testConcurrentCostSettled(t *testing.T, open usagetest.Opener) {
 	var spent atomic.Int64
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(3, 4))
-	admitted, _ := run200(t, lim, func() *server.Admission { return admission(t, cfg, "search", "", body400) },
+	admitted, _ := run200(t, lim, func() *exchange.Request { return admission(t, cfg, "search", "", body400) },
 		func(settle exchange.Settle) {
 			mu.Lock()
 			out := rng.IntN(1001) // at most the max_tokens asked for
@@ -400,16 +399,16 @@ func TestCeilings(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ... and the provider is asked for at most that many tokens.
-	if adm.CapOutputTokens != 100 {
-		t.Fatalf("output cap = %d, want the ceiling 100", adm.CapOutputTokens)
+	if adm.OutputCap != 100 {
+		t.Fatalf("output cap = %d, want the ceiling 100", adm.OutputCap)
 	}
 	minute := store.BudgetKey("search", "", "minute", tLimits.Truncate(time.Minute))
 	if got := counterValue(t, g.sw, minute, "tokens"); got != 108 {
 		t.Fatalf("reserved %v tokens, want 108", got)
 	}
 	withMax := admission(t, cfg, "search", "", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`)
-	if _, err := lim.Admit(ctxT(t), withMax); err != nil || withMax.CapOutputTokens != 0 {
-		t.Fatalf("a client's own max_tokens got a cap %d (%v)", withMax.CapOutputTokens, err)
+	if _, err := lim.Admit(ctxT(t), withMax); err != nil || withMax.OutputCap != 0 {
+		t.Fatalf("a client's own max_tokens got a cap %d (%v)", withMax.OutputCap, err)
 	}
 	if resp, body := g.call(t, g.keys["search"], chatBody); resp.StatusCode != 200 {
 		t.Fatalf("within ceilings: %d %s", resp.StatusCode, body)

@@ -39,7 +39,7 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 // NewEncoder implements ingress.Ingress.
 func (Ingress) NewEncoder(req *exchange.Request) ingress.Encoder {
 	if req.Stream {
-		return &streamEncoder{wantUsage: req.WantsUsage}
+		return &streamEncoder{wantUsage: req.WantsUsage, model: req.Route}
 	}
 	return &bodyEncoder{}
 }

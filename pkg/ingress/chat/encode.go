@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -24,6 +26,13 @@ import (
 //	End             -> data: [DONE]
 //	Fail            -> one data frame holding the error envelope, and no [DONE]
 
+// randomID is a response id for an upstream that gave none.
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // chatID is the chat.completion id for an upstream response id.
 func chatID(id string) string {
 	if strings.HasPrefix(id, "chatcmpl-") {
@@ -45,6 +54,7 @@ type streamEncoder struct {
 	b         openaiwire.ChunkBuilder
 	started   bool
 	wantUsage bool
+	model     string // the route, for a stream whose upstream named no model
 }
 
 func (e *streamEncoder) ContentType() string { return "text/event-stream; charset=utf-8" }
@@ -65,24 +75,43 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 		e.b.Reset(chatID(ev.ID), created(ev.Created), ev.Name)
 		data = e.b.Role()
 	case exchange.Text:
+		dst = e.roleFirst(dst)
 		data = e.b.Content(ev.Text)
 	case exchange.Reasoning:
+		dst = e.roleFirst(dst)
 		data = e.b.Reasoning(ev.Text)
 	case exchange.ToolCall:
+		dst = e.roleFirst(dst)
 		data = e.b.ToolCallStart(ev.Index, ev.ID, ev.Name)
 	case exchange.ToolArgs:
+		dst = e.roleFirst(dst)
 		data = e.b.ToolCallArguments(ev.Index, ev.Text)
 	case exchange.Finish:
+		dst = e.roleFirst(dst)
 		data = e.b.Finish(ev.Finish)
 	case exchange.Usage:
 		if !e.wantUsage {
 			return dst
 		}
+		dst = e.roleFirst(dst)
 		data = e.b.Usage(Usage(ev.Usage))
 	default:
 		return dst
 	}
 	return sse.AppendData(dst, data)
+}
+
+// roleFirst writes the role chunk when an upstream produced output without
+// announcing the response first (Bedrock without messageStart): clients
+// (openai-node's stream helpers, LangChain) need delta.role on the first
+// chunk of every stream.
+func (e *streamEncoder) roleFirst(dst []byte) []byte {
+	if e.started {
+		return dst
+	}
+	e.started = true
+	e.b.Reset(chatID(randomID()), created(0), e.model)
+	return sse.AppendData(dst, e.b.Role())
 }
 
 func (e *streamEncoder) End(dst []byte, _ exchange.TokenUsage) []byte {

@@ -4,6 +4,7 @@ package testkit
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -26,4 +27,15 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Count returns how many lines written so far contain substr.
+func (s *SyncBuffer) Count(substr string) int {
+	n := 0
+	for _, line := range strings.Split(s.String(), "\n") {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
 }

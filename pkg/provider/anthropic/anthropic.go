@@ -1,9 +1,10 @@
 // Package anthropic is the adapter for Anthropic's native Messages API
-// (provider kind "anthropic"). It translates the client's OpenAI chat
-// completion request into a Messages request (see request.go for what is
+// (provider kind "anthropic"). It translates the request's canonical form
+// (the OpenAI chat shape, exchange.Request.Chat) into a Messages request (see request.go for what is
 // translated, rejected and ignored), sends it to {base_url}/v1/messages and
 // translates the response, streamed (see stream.go) or whole (see
-// response.go), back into OpenAI chunks or a chat.completion body.
+// response.go), into canonical events (exchange.Event) that the client's
+// ingress encodes.
 package anthropic
 
 import (
@@ -20,8 +21,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -30,10 +32,10 @@ const (
 	maxErrBody = 64 << 10
 )
 
-// timeNow is the clock for chunks' created field and Retry-After dates.
+// timeNow is the clock for the Start event's Created and Retry-After dates.
 var timeNow = time.Now
 
-// Adapter sends chat completions to one Anthropic provider.
+// Adapter sends requests to one Anthropic provider.
 type Adapter struct {
 	id         string
 	endpoint   string // base URL + /v1/messages, query kept
@@ -79,8 +81,8 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 // Send implements provider.Provider. Requests Anthropic cannot honour are
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	tr := translator{target: a.id + "/" + call.Model, prov: a.id, noSampling: a.version >= samplingRemoved}
-	areq, err := tr.translateRequest(call.Req, call.Body, call.Model, call.MaxTokens)
+	tr := translator{target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
+	areq, err := tr.translateRequest(call.Req, call.Model(), call.MaxTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -134,21 +136,21 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		}
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	}
-	out, u, err := translateResponse(a.id, data, created)
+	evs, u, err := translateResponse(a.id, data, created)
 	if err != nil {
 		return nil, err
 	}
-	return provider.Single(out, true, u), nil
+	return provider.Events(u, evs...), nil
 }
 
 // statusError reads an Anthropic error body ({"type":"error","error":
 // {"type","message"}}) and classifies it: overloaded_error and 529 are
 // overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's
 // credentials, 400 invalid_request with the redacted message as detail.
-func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var e anthropicwire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)
 	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }

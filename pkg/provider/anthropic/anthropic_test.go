@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
@@ -87,14 +88,16 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 	return a
 }
 
-// newCall parses an OpenAI request body into a Call for model claude-x.
-func newCall(t *testing.T, body string, key keys.Key) *provider.Call {
+// newCall parses an OpenAI request body into a Call for model claude-x,
+// whose default max_tokens is 1024.
+func newCall(t *testing.T, body string, key keyledger.Key) *provider.Call {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &provider.Call{Req: req, Body: []byte(body), Model: "claude-x", MaxTokens: 1024, Key: key}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return &provider.Call{Req: rq, Step: config.Step{Model: "claude-x", MaxTokens: 1024}, Key: key}
 }
 
 func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
@@ -102,7 +105,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}],
-		"tool_choice":"auto","temperature":0.2}`, keys.New(testSecret, 0))
+		"tool_choice":"auto","temperature":0.2}`, keyledger.NewKey(testSecret, 0))
 	var statuses []int
 	var seen http.Header
 	call.OnResponse = func(status int, h http.Header) { statuses = append(statuses, status); seen = h }
@@ -110,13 +113,13 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := collect(t, s)
+	evs, err := collect(t, s)
 	s.Close()
 	if err != io.EOF {
 		t.Fatalf("end = %v", err)
 	}
-	if len(frames) != 9 {
-		t.Errorf("got %d frames, want 9 (role, text, 2 tool starts, 3 argument fragments, finish, usage)", len(frames))
+	if n := len(chatData(t, evs)); len(evs) != 9 || n != 9 {
+		t.Errorf("got %d events, %d chunks; want 9 (start, text, 2 tool starts, 3 argument fragments, finish, usage)", len(evs), n)
 	}
 	if len(statuses) != 1 || statuses[0] != 200 || seen.Get("anthropic-ratelimit-requests-remaining") != "49" {
 		t.Errorf("OnResponse saw %v %v", statuses, seen)
@@ -148,7 +151,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 func TestSendNoKeyMeansNoKeyHeader(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +169,7 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL + "/v1/", AuthHeader: "authorization",
 		Options: map[string]string{"anthropic_version": "2099-01-01"}, Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"}})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +184,22 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 func TestSendNonStreaming(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x-20250101","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"cache_read_input_tokens":4,"output_tokens":2}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, keys.New(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, keyledger.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := collect(t, s)
-	if err != io.EOF || len(frames) != 1 || !frames[0].Content || !frames[0].Finish {
-		t.Fatalf("frames %d, end %v", len(frames), err)
+	evs, err := collect(t, s)
+	if err != io.EOF {
+		t.Fatalf("end %v", err)
 	}
+	kinds := ""
+	for _, ev := range evs {
+		kinds += kindName(ev.Kind) + " "
+	}
+	if kinds != "start text finish usage " || evs[0].ID != "msg_1" || evs[2].Stop != "end_turn" {
+		t.Errorf("events %+v", evs)
+	}
+	body := chatCompletion(t, evs, s.Usage())
 	var c struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -199,14 +210,14 @@ func TestSendNonStreaming(t *testing.T) {
 		} `json:"choices"`
 		Usage openaiwire.Usage `json:"usage"`
 	}
-	if err := json.Unmarshal(frames[0].Data, &c); err != nil {
+	if err := json.Unmarshal(body, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.ID != "chatcmpl-msg_1" || c.Object != "chat.completion" || c.Model != "claude-x-20250101" || c.Choices[0].Message.Content != "Hi!" ||
 		c.Choices[0].FinishReason != "stop" || c.Usage.PromptTokens != 13 || c.Usage.PromptTokensDetails.CachedTokens != 4 {
-		t.Errorf("completion = %s", frames[0].Data)
+		t.Errorf("completion = %s", body)
 	}
-	if u := s.Usage(); u != (provider.Usage{Input: 13, Output: 2, CacheRead: 4}) {
+	if u := s.Usage(); u != (exchange.TokenUsage{Input: 13, Output: 2, CacheRead: 4}) {
 		t.Errorf("Usage() = %+v", u)
 	}
 	r := up.requests()[0]
@@ -218,7 +229,7 @@ func TestSendNonStreaming(t *testing.T) {
 func TestSendNonStreamingEmptyIsEmptyResponse(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","usage":{"input_tokens":9,"output_tokens":0}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if ge := gwerr.As(err); ge == nil || ge.Code != "empty_response" || ge.Category != gwerr.Unavailable {
 		t.Errorf("err = %v, want empty_response", err)
 	}
@@ -251,7 +262,7 @@ func TestSendStatusErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			up := newFakeAnthropic(t, jsonReply(c.status, c.body, c.hdr...))
 			a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0))
+			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
 			var got []int
 			var gotHdr http.Header
 			call.OnResponse = func(status int, h http.Header) { got = append(got, status); gotHdr = h }
@@ -279,7 +290,7 @@ func TestSend400InvalidRequestDetailIsRedacted(t *testing.T) {
 	msg := "messages.1.content.0.tool_result: unexpected tool_use_id; key " + testSecret + " was used"
 	up := newFakeAnthropic(t, jsonReply(400, `{"type":"error","error":{"type":"invalid_request_error","message":"`+msg+`"}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keys.New(testSecret, 0)))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
 	ge := gwerr.As(err)
 	if ge.Category != gwerr.InvalidRequest || !strings.Contains(ge.Detail, "unexpected tool_use_id") {
 		t.Fatalf("got %+v, want invalid_request with the upstream message as detail", ge)
@@ -294,7 +305,7 @@ func TestSendRejectsUnsupportedBeforeAnyNetworkCall(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	for _, c := range rejectCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := a.Send(context.Background(), newCall(t, c.body, keys.New(testSecret, 0)))
+			_, err := a.Send(context.Background(), newCall(t, c.body, keyledger.NewKey(testSecret, 0)))
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Param != c.param {
 				t.Fatalf("err = %v, want invalid_request param %q", err, c.param)
@@ -310,7 +321,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("error_event_is_overloaded", func(t *testing.T) {
 		up := newFakeAnthropic(t, sseReply(readFixture(t, "error_midstream.sse")))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +342,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 			conn.Close()
 		})
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +355,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("json_error_on_a_streaming_request", func(t *testing.T) {
 		up := newFakeAnthropic(t, jsonReply(200, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.Overloaded {
 			t.Errorf("err = %v, want overloaded", err)
 		}
@@ -356,8 +367,36 @@ func TestSendCancelledContext(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's error", err)
+	}
+}
+
+// TestSendMaxTokens: max_tokens is the client's when it gives one, else the
+// target's default lowered to the admitted output cap.
+func TestSendMaxTokens(t *testing.T) {
+	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
+	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
+	for i, c := range []struct {
+		body string
+		cap  int
+		want string
+	}{
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":1024`},
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 300, `"max_tokens":300`},
+		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 5000, `"max_tokens":1024`},
+		{`{"model":"m","stream":true,"max_tokens":30,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":30`},
+	} {
+		call := newCall(t, c.body, keyledger.Key{})
+		call.Req.OutputCap = c.cap
+		s, err := a.Send(context.Background(), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if got := up.requests()[i].body; !strings.Contains(string(got), c.want) {
+			t.Errorf("output cap %d: upstream body %s, want %s", c.cap, got, c.want)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
@@ -48,7 +50,7 @@ var stopReasons = []string{"end_turn", "max_tokens", "stop_sequence", "tool_use"
 // the translator processes (those from message_start to message_stop).
 type expect struct {
 	started, finished, stopped bool
-	text, reasoning            strings.Builder
+	text, reasoning, signature strings.Builder
 	blocks                     map[int]int // block index -> tool call number, or -1
 	args                       map[int]*strings.Builder
 	tools                      int
@@ -144,6 +146,9 @@ func events(data []byte) ([]byte, *expect) {
 				emit("ping", `{"type":"ping"}`)
 			case 1:
 				emit("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":"c2ln"}}`, idx))
+				if live() {
+					ex.signature.WriteString("c2ln")
+				}
 			case 2:
 				emit("some_future_event", `{"type":"some_future_event","x":1}`)
 			case 3:
@@ -174,14 +179,16 @@ type chunk struct {
 }
 
 // FuzzTranslateEvents drives the stream translator (through the SSE
-// reader, as the adapter does) with generated Anthropic event sequences.
-// Always: no panic, no loop, every frame a valid chat.completion.chunk
-// whose flags agree with its JSON, at most one finish. On a clean end
-// (io.EOF): message_start, a stop reason and message_stop were all seen,
-// the text, reasoning and each tool call's arguments are exactly the
-// concatenation of what the events carried, the finish_reason is the
-// mapped stop reason, and the last frame is the usage chunk with the
-// stream's figures.
+// reader, as the adapter does) with generated Anthropic event sequences,
+// and the Chat Completions encoder with its events. Always: no panic, no
+// loop, every event of a known kind, every chunk a valid
+// chat.completion.chunk whose flags agree with its event, at most one
+// finish. On a clean end (io.EOF): message_start, a stop reason and
+// message_stop were all seen; the text, reasoning, signatures and each tool
+// call's arguments, in the events and in the chunks, are exactly the
+// concatenation of what the Anthropic events carried; the finish is the
+// mapped stop reason; and the last event is the usage with the stream's
+// figures.
 func FuzzTranslateEvents(f *testing.F) {
 	for _, seed := range [][]byte{
 		{1, 0, 0, 7, 1, 0, 3, 'a', 'b', 'c', 4, 0, 2, 'h', 'i', 8, 0, 0, 9, 9},
@@ -200,17 +207,24 @@ func FuzzTranslateEvents(f *testing.F) {
 		body, ex := events(data)
 		s := newSSEStream("anth", io.NopCloser(bytes.NewReader(body)), 100, testCreated)
 		defer s.Close()
-		var text, reasoning strings.Builder
-		args := map[int]*strings.Builder{}
+		enc := chat.Ingress{}.NewEncoder(&exchange.Request{Stream: true, WantsUsage: true})
+		var text, reasoning, signature, evText, evReasoning strings.Builder
+		args, evArgs := map[int]*strings.Builder{}, map[int]*strings.Builder{}
+		add := func(m map[int]*strings.Builder, i int, s string) {
+			if m[i] == nil {
+				m[i] = &strings.Builder{}
+			}
+			m[i].WriteString(s)
+		}
 		finishes := 0
 		var finish string
 		var last chunk
-		var lastUsageOnly bool
+		var lastEv exchange.Event
 		for i := 0; ; i++ {
 			if i > len(data)+2 {
-				t.Fatalf("more frames than events:\n%s", body)
+				t.Fatalf("more events than Anthropic events:\n%s", body)
 			}
-			fr, err := s.Next()
+			ev, err := s.Next()
 			if err != nil && err != io.EOF {
 				return // an error end: the gateway reports it; nothing more to check
 			}
@@ -220,16 +234,37 @@ func FuzzTranslateEvents(f *testing.F) {
 				}
 				break
 			}
-			if !json.Valid(fr.Data) {
-				t.Fatalf("frame %d is not JSON: %s", i, fr.Data)
+			switch ev.Kind {
+			case exchange.Text:
+				evText.WriteString(ev.Text)
+			case exchange.Reasoning:
+				evReasoning.WriteString(ev.Text)
+			case exchange.Signature:
+				signature.WriteString(ev.Text)
+			case exchange.ToolArgs:
+				add(evArgs, ev.Index, ev.Text)
+			case exchange.Start, exchange.ToolCall, exchange.Finish, exchange.Usage:
+			default:
+				t.Fatalf("event %d of kind %s: %+v", i, kindName(ev.Kind), ev)
 			}
-			ci := openaiwire.InspectChunk(fr.Data)
-			if ci.Content != fr.Content || ci.Finish != fr.Finish || ci.UsageOnly != fr.UsageOnly {
-				t.Fatalf("frame %d flags content=%v finish=%v usage_only=%v disagree with its JSON: %s", i, fr.Content, fr.Finish, fr.UsageOnly, fr.Data)
+			lastEv = ev
+			fr := sseData(t, enc.Event(nil, &ev))
+			if fr == nil {
+				if ev.Kind != exchange.Signature {
+					t.Fatalf("event %d (%s) gave no chunk", i, kindName(ev.Kind))
+				}
+				continue
+			}
+			if !json.Valid(fr) {
+				t.Fatalf("chunk %d is not JSON: %s", i, fr)
+			}
+			ci := openaiwire.InspectChunk(fr)
+			if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
+				t.Fatalf("event %d (%s) content=%v finish=%v usage_only=%v disagrees with its chunk: %s", i, kindName(ev.Kind), ev.Commits(), ev.Finishes(), ev.IsUsageOnly(), fr)
 			}
 			var c chunk
-			if err := json.Unmarshal(fr.Data, &c); err != nil || c.Object != "chat.completion.chunk" {
-				t.Fatalf("frame %d is not a chat.completion.chunk: %s", i, fr.Data)
+			if err := json.Unmarshal(fr, &c); err != nil || c.Object != "chat.completion.chunk" {
+				t.Fatalf("chunk %d is not a chat.completion.chunk: %s", i, fr)
 			}
 			for _, ch := range c.Choices {
 				if ch.Delta.Content != nil {
@@ -239,17 +274,14 @@ func FuzzTranslateEvents(f *testing.F) {
 					reasoning.WriteString(*ch.Delta.Reasoning)
 				}
 				for _, tc := range ch.Delta.ToolCalls {
-					if args[tc.Index] == nil {
-						args[tc.Index] = &strings.Builder{}
-					}
-					args[tc.Index].WriteString(tc.Function.Arguments)
+					add(args, tc.Index, tc.Function.Arguments)
 				}
 				if ch.FinishReason != nil {
 					finishes++
 					finish = *ch.FinishReason
 				}
 			}
-			last, lastUsageOnly = c, fr.UsageOnly
+			last = c
 		}
 		// A clean end.
 		switch {
@@ -261,20 +293,28 @@ func FuzzTranslateEvents(f *testing.F) {
 			t.Fatalf("text %q, want %q:\n%s", text.String(), ex.text.String(), body)
 		case reasoning.String() != ex.reasoning.String():
 			t.Fatalf("reasoning %q, want %q:\n%s", reasoning.String(), ex.reasoning.String(), body)
-		case !lastUsageOnly || last.Usage == nil || last.Usage.CompletionTokens != ex.output || last.Usage.PromptTokens != ex.input:
-			t.Fatalf("last frame is not the usage chunk with %d in / %d out: %+v:\n%s", ex.input, ex.output, last.Usage, body)
+		case evText.String() != ex.text.String() || evReasoning.String() != ex.reasoning.String():
+			t.Fatalf("events' text %q reasoning %q, want %q and %q:\n%s", evText.String(), evReasoning.String(), ex.text.String(), ex.reasoning.String(), body)
+		case signature.String() != ex.signature.String():
+			t.Fatalf("signatures %q, want %q:\n%s", signature.String(), ex.signature.String(), body)
+		case lastEv.Kind != exchange.Usage || lastEv.Usage.Output != ex.output || lastEv.Usage.Input != ex.input || lastEv.Usage.Estimated:
+			t.Fatalf("last event is not the usage with %d in / %d out: %+v:\n%s", ex.input, ex.output, lastEv, body)
+		case last.Usage == nil || last.Usage.CompletionTokens != ex.output || last.Usage.PromptTokens != ex.input:
+			t.Fatalf("last chunk is not the usage chunk with %d in / %d out: %+v:\n%s", ex.input, ex.output, last.Usage, body)
 		}
-		for i := 0; i < ex.tools; i++ {
-			got := ""
-			if args[i] != nil {
-				got = args[i].String()
+		for _, m := range []map[int]*strings.Builder{args, evArgs} {
+			for i := 0; i < ex.tools; i++ {
+				got := ""
+				if m[i] != nil {
+					got = m[i].String()
+				}
+				if got != ex.args[i].String() {
+					t.Fatalf("tool call %d arguments %q, want %q:\n%s", i, got, ex.args[i].String(), body)
+				}
 			}
-			if got != ex.args[i].String() {
-				t.Fatalf("tool call %d arguments %q, want %q:\n%s", i, got, ex.args[i].String(), body)
+			if len(m) > ex.tools {
+				t.Fatalf("%d tool calls in the output, %d in the stream:\n%s", len(m), ex.tools, body)
 			}
-		}
-		if len(args) > ex.tools {
-			t.Fatalf("%d tool calls in the chunks, %d in the stream:\n%s", len(args), ex.tools, body)
 		}
 	})
 }

@@ -7,11 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
 )
 
 // FuzzStream feeds arbitrary bytes to the stream translator: it must never
-// panic or loop, every frame must be valid JSON, and a clean end (io.EOF)
-// needs message_stop after a stop_reason.
+// panic or loop, every event must encode as a valid chat.completion.chunk
+// (or nothing), and a clean end (io.EOF) needs message_stop after a
+// stop_reason, with the Finish event before the final Usage.
 func FuzzStream(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.sse")
 	for _, name := range files {
@@ -20,24 +24,30 @@ func FuzzStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		s := newSSEStream("anth", io.NopCloser(bytes.NewReader(body)), 0, testCreated)
+		enc := chat.Ingress{}.NewEncoder(&exchange.Request{Stream: true, WantsUsage: true})
 		finished := false
+		var last exchange.Kind
 		for i := 0; ; i++ {
-			fr, err := s.Next()
+			ev, err := s.Next()
 			if err == io.EOF {
-				if !finished || !bytes.Contains(body, []byte("message_stop")) {
-					t.Fatalf("clean end without a finish and message_stop")
+				if !finished || last != exchange.Usage || !bytes.Contains(body, []byte("message_stop")) {
+					t.Fatalf("clean end without a finish, the usage and message_stop")
 				}
 				return
 			}
 			if err != nil {
 				return
 			}
-			if !json.Valid(fr.Data) {
-				t.Fatalf("invalid frame %q", fr.Data)
+			if ev.Kind == 0 {
+				t.Fatal("an event without a kind")
 			}
-			finished = finished || fr.Finish
+			if fr := enc.Event(nil, &ev); len(fr) > 0 && !json.Valid(bytes.TrimSuffix(bytes.TrimPrefix(fr, []byte("data: ")), []byte("\n\n"))) {
+				t.Fatalf("invalid chunk %q", fr)
+			}
+			finished = finished || ev.Kind == exchange.Finish
+			last = ev.Kind
 			if i > len(body) {
-				t.Fatal("more frames than input bytes")
+				t.Fatal("more events than input bytes")
 			}
 		}
 	})

@@ -3,63 +3,85 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
-// translateResponse turns a whole Messages response into one
-// chat.completion body: text blocks joined into message.content, tool_use
-// blocks into tool_calls (arguments = the input object as compact JSON),
-// thinking blocks joined into reasoning_content, stop_reason mapped to
-// finish_reason and usage as in the stream. A success with no text, no
-// tool call and no output tokens is provider.EmptyResponse.
-func translateResponse(prov string, data []byte, created int64) ([]byte, provider.Usage, error) {
+// translateResponse turns a whole Messages response into canonical events,
+// in the order of its content blocks:
+//
+//	the message (id, model)    -> Start{ID, Name, Created: created}
+//	text block                 -> Text (empty text gives nothing)
+//	thinking block             -> Reasoning, then Signature (each when not empty)
+//	redacted_thinking block    -> RedactedReasoning{Text: data}
+//	tool_use block             -> ToolCall{Index: i, ID, Name}, then ToolArgs{Index: i, Text:
+//	                              the input object as compact JSON, "{}" when empty}
+//	stop_reason, stop_sequence -> Finish (mapped as in streams, see finishReason)
+//	usage                      -> Usage (as in streams)
+//
+// A success with no text, no reasoning, no tool call and no output tokens
+// is provider.EmptyResponse; an error object in the body is
+// provider.InBandError.
+func translateResponse(prov string, data []byte, created int64) ([]exchange.Event, exchange.TokenUsage, error) {
 	var r anthropicwire.Response
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, provider.Usage{}, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: prov, Cause: err}
+		return nil, exchange.TokenUsage{}, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: prov, Cause: err}
 	}
 	if r.Type == anthropicwire.EventError {
 		var e anthropicwire.ErrorResponse
 		_ = json.Unmarshal(data, &e)
-		return nil, provider.Usage{}, provider.InBandError(prov, e.Error.Type)
+		return nil, exchange.TokenUsage{}, provider.InBandError(prov, e.Error.Type)
 	}
-	var text, reasoning strings.Builder
-	var calls []openaiwire.ToolCall
+	evs := make([]exchange.Event, 1, len(r.Content)+3)
+	evs[0] = exchange.Event{Kind: exchange.Start, ID: r.ID, Name: r.Model, Created: created}
+	content, tools := false, 0
 	for _, b := range r.Content {
 		switch b.Type {
 		case anthropicwire.BlockText:
-			text.WriteString(b.Text)
-		case anthropicwire.BlockThinking:
-			reasoning.WriteString(b.Thinking)
-		case anthropicwire.BlockToolUse:
-			args := "{}"
-			if in := bytes.TrimSpace(b.Input); len(in) > 0 && string(in) != "null" {
-				var c bytes.Buffer
-				if json.Compact(&c, in) == nil {
-					args = c.String()
-				}
+			if b.Text != "" {
+				content = true
+				evs = append(evs, exchange.Event{Kind: exchange.Text, Text: b.Text})
 			}
-			calls = append(calls, openaiwire.ToolCall{ID: b.ID, Type: "function", Function: openaiwire.FunctionCall{Name: b.Name, Arguments: args}})
+		case anthropicwire.BlockThinking:
+			if b.Thinking != "" {
+				content = true
+				evs = append(evs, exchange.Event{Kind: exchange.Reasoning, Text: b.Thinking})
+			}
+			if b.Signature != "" {
+				evs = append(evs, exchange.Event{Kind: exchange.Signature, Text: b.Signature})
+			}
+		case anthropicwire.BlockRedactedThinking:
+			if b.Data != "" {
+				evs = append(evs, exchange.Event{Kind: exchange.RedactedReasoning, Text: b.Data})
+			}
+		case anthropicwire.BlockToolUse:
+			content = true
+			evs = append(evs, exchange.Event{Kind: exchange.ToolCall, Index: tools, ID: b.ID, Name: b.Name},
+				exchange.Event{Kind: exchange.ToolArgs, Index: tools, Text: toolArgs(b.Input)})
+			tools++
 		}
 	}
-	if text.Len() == 0 && reasoning.Len() == 0 && len(calls) == 0 && r.Usage.OutputTokens == 0 {
-		return nil, provider.Usage{}, provider.EmptyResponse(prov)
+	if !content && r.Usage.OutputTokens == 0 {
+		return nil, exchange.TokenUsage{}, provider.EmptyResponse(prov)
 	}
-	msg := openaiwire.CompletionMessage{Role: "assistant", ReasoningContent: reasoning.String(), ToolCalls: calls}
-	if text.Len() > 0 || len(calls) == 0 {
-		s := text.String()
-		msg.Content = &s
+	u := tokenUsage(r.Usage)
+	evs = append(evs, finishEvent(r.StopReason, r.StopSequence), exchange.Event{Kind: exchange.Usage, Usage: u})
+	return evs, u, nil
+}
+
+// toolArgs is a tool_use input as the compact JSON arguments string, "{}"
+// when it is empty, null or not JSON.
+func toolArgs(in json.RawMessage) string {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 || string(in) == "null" {
+		return "{}"
 	}
-	ou := openAIUsage(r.Usage)
-	c := openaiwire.Completion{ID: "chatcmpl-" + r.ID, Created: created, Model: r.Model, Usage: &ou,
-		Choices: []openaiwire.CompletionChoice{{Message: msg, FinishReason: finishReason(r.StopReason)}}}
-	out, err := c.Marshal()
-	if err != nil {
-		return nil, provider.Usage{}, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the translated response", Provider: prov, Cause: err}
+	var c bytes.Buffer
+	if json.Compact(&c, in) != nil {
+		return "{}"
 	}
-	return out, providerUsage(r.Usage), nil
+	return c.String()
 }

@@ -26,8 +26,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/server"
-	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 const sdkKeyEnv = "LLMGW_TEST_ANTHROPIC_KEY"

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -94,7 +95,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		"top_p":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_p":0.5}`,
 		"top_k":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_k":3}`,
 	} {
-		_, err := a.Send(context.Background(), newCall(t, body, keys.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, body, keyledger.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.InvalidRequest || ge.Param != param || !strings.Contains(ge.Message, "2026-10-21") {
 			t.Errorf("%s: err = %v, want invalid_request naming the version", param, err)
 		}
@@ -103,7 +104,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		t.Error("the upstream was called")
 	}
 	// Without sampling parameters the same provider works.
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keys.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,8 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 // translation against the official Anthropic Go SDK: the SDK streams each
 // fixture from a loopback server and accumulates the message; the text,
 // reasoning, tool calls (in order, with their inputs), stop reason and usage
-// it sees must be what the translated OpenAI chunks carry.
+// it sees must be what the translated OpenAI chunks carry, and the
+// signatures and redacted thinking what the events carry.
 func TestFixturesAgreeWithAnthropicSDK(t *testing.T) {
 	for _, name := range []string{"text", "tool_use", "cached", "thinking"} {
 		t.Run(name, func(t *testing.T) {
@@ -138,13 +140,16 @@ func TestFixturesAgreeWithAnthropicSDK(t *testing.T) {
 				t.Fatalf("the SDK rejects the fixture: %v", err)
 			}
 			var sdkText, sdkReasoning strings.Builder
-			var sdkTools []string
+			var sdkTools, sdkOpaque []string
 			for _, b := range msg.Content {
 				switch b.Type {
 				case "text":
 					sdkText.WriteString(b.Text)
 				case "thinking":
 					sdkReasoning.WriteString(b.Thinking)
+					sdkOpaque = append(sdkOpaque, "signature "+b.Signature)
+				case "redacted_thinking":
+					sdkOpaque = append(sdkOpaque, "redacted "+b.Data)
 				case "tool_use":
 					var in any
 					json.Unmarshal(b.Input, &in)
@@ -154,15 +159,30 @@ func TestFixturesAgreeWithAnthropicSDK(t *testing.T) {
 			}
 
 			s := newSSEStream("anth", io.NopCloser(bytes.NewReader(body)), 0, testCreated)
-			frames, err := collect(t, s)
+			evs, err := collect(t, s)
 			if err != io.EOF {
 				t.Fatalf("translation ended with %v", err)
+			}
+			var opaque []string
+			stop := ""
+			for _, ev := range evs {
+				switch ev.Kind {
+				case exchange.Signature:
+					opaque = append(opaque, "signature "+ev.Text)
+				case exchange.RedactedReasoning:
+					opaque = append(opaque, "redacted "+ev.Text)
+				case exchange.Finish:
+					stop = ev.Stop
+				}
+			}
+			if !reflect.DeepEqual(opaque, sdkOpaque) || stop != string(msg.StopReason) {
+				t.Errorf("signatures and redacted blocks %q, stop %q; SDK %q, stop %q", opaque, stop, sdkOpaque, msg.StopReason)
 			}
 			var text, reasoning strings.Builder
 			type call struct{ id, name, args string }
 			var calls []call
 			finish := ""
-			for _, f := range frames {
+			for _, data := range chatData(t, evs) {
 				var c struct {
 					Choices []struct {
 						Delta struct {
@@ -177,7 +197,7 @@ func TestFixturesAgreeWithAnthropicSDK(t *testing.T) {
 						FinishReason *string `json:"finish_reason"`
 					} `json:"choices"`
 				}
-				json.Unmarshal(f.Data, &c)
+				json.Unmarshal(data, &c)
 				for _, ch := range c.Choices {
 					text.WriteString(ch.Delta.Content)
 					reasoning.WriteString(ch.Delta.Reasoning)

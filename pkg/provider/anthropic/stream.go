@@ -9,41 +9,47 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
 )
 
-// Stream translation, Anthropic server-sent events -> OpenAI
-// chat.completion.chunk frames. One event gives at most one frame:
+// Stream translation, Anthropic server-sent events -> canonical events
+// (exchange.Event). One Anthropic event gives at most one canonical event
+// (a thinking block that starts with both text and a signature gives two):
 //
-//	message_start                  -> first chunk, delta {"role":"assistant","content":""}
-//	content_block_start text       -> nothing (or its text, when not empty)
-//	content_block_delta text_delta -> delta.content
-//	content_block_start tool_use   -> delta.tool_calls[{index: i, id, type, function: {name, arguments: ""}}]
-//	                                  where i counts tool_use blocks 0, 1, 2... (not Anthropic block indices)
-//	content_block_delta input_json_delta -> delta.tool_calls[{index: i, function: {arguments: partial_json}}]
-//	content_block_start thinking, thinking_delta -> delta.reasoning_content (signature_delta skipped)
-//	content_block_stop, ping, redacted_thinking, server tool blocks, unknown events -> nothing
-//	message_delta                  -> the finish chunk (stop_reason mapped by finishReason)
-//	message_stop                   -> the usage chunk (choices []), then io.EOF
+//	message_start                  -> Start{ID: message id, Name: model, Created: time of the call}
+//	content_block_start text       -> nothing (or Text, when its text is not empty)
+//	content_block_delta text_delta -> Text
+//	content_block_start tool_use   -> ToolCall{Index: i, ID, Name}, where i counts
+//	                                  tool_use blocks 0, 1, 2... (not Anthropic block indices)
+//	content_block_delta input_json_delta -> ToolArgs{Index: i, Text: partial_json}
+//	content_block_start thinking, thinking_delta -> Reasoning (Signature for a start's signature)
+//	content_block_delta signature_delta -> Signature
+//	content_block_start redacted_thinking -> RedactedReasoning{Text: data}
+//	content_block_stop, ping, server tool blocks, unknown events -> nothing
+//	message_delta with a stop_reason -> Finish{Finish: finishReason(stop_reason),
+//	                                  Stop: stop_reason, StopSequence: stop_sequence}
+//	message_stop                   -> Usage (the stream's final figures), then io.EOF
 //	error                          -> provider.InBandError with the error's type
 //
-// Deltas with empty text or partial_json carry nothing and give no frame.
-// A stream that ends before message_stop, or reaches message_stop without
-// a stop_reason, is provider.Interrupted.
+// Deltas with empty text, partial_json, thinking or signature carry nothing
+// and give no event. Text, reasoning and arguments point into the read
+// buffer (valid until the next Next) unless they hold JSON escapes. A
+// stream that ends before message_stop, or reaches message_stop without a
+// stop_reason, is provider.Interrupted.
 
-// finishReason maps an Anthropic stop_reason to OpenAI's finish_reason.
+// finishReason maps an Anthropic stop_reason to the canonical finish reason.
 func finishReason(stop string) string {
 	switch stop {
 	case anthropicwire.StopMaxTokens, anthropicwire.StopModelContextWindowExceeded:
-		return "length"
+		return exchange.FinishLength
 	case anthropicwire.StopToolUse:
-		return "tool_calls"
+		return exchange.FinishToolCalls
 	case anthropicwire.StopRefusal:
-		return "content_filter"
+		return exchange.FinishContentFilter
 	}
-	return "stop" // end_turn, stop_sequence, pause_turn
+	return exchange.FinishStop // end_turn, stop_sequence, pause_turn
 }
 
 // Kinds of content block, by Anthropic block index; a tool_use block is
@@ -54,12 +60,11 @@ const (
 	blockOther    = -3
 )
 
-// translator state for one stream. It owns one output buffer (in the
-// chunk builder), so a frame's Data is valid until the next event.
+// streamTranslator is the state of one stream.
 type streamTranslator struct {
-	prov    string
-	created int64
-	b       openaiwire.ChunkBuilder
+	prov     string
+	created  int64
+	reqBytes int // the upstream request's size, for an estimate
 
 	started  bool // message_start seen
 	finished bool // a stop_reason seen
@@ -72,7 +77,8 @@ type streamTranslator struct {
 	u     anthropicwire.Usage
 	chars int // generated characters, for an estimate when the stream is cut
 
-	ev anthropicwire.StreamEvent // reused decode target for the rarer events
+	pending exchange.Event            // a second event from one Anthropic event (Kind 0: none)
+	ev      anthropicwire.StreamEvent // reused decode target for the rarer events
 }
 
 // bytesString views b as a string without copying; the string must not
@@ -84,68 +90,67 @@ func bytesString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// event translates one SSE frame. A frame with nil Data means the event
-// gives no output.
-func (t *streamTranslator) event(name, data []byte) (provider.Frame, error) {
+// event translates one SSE frame. An event of Kind 0 means the frame gives
+// nothing.
+func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 	typ := bytesString(name)
 	if typ == "" {
 		typ = gjson.Get(bytesString(data), "type").String()
 	}
 	if t.stopped {
-		return provider.Frame{}, nil
+		return exchange.Event{}, nil
 	}
 	switch typ {
 	case anthropicwire.EventContentBlockDelta: // the hot path: no allocation for plain text
 		return t.delta(data)
 	case anthropicwire.EventPing, anthropicwire.EventContentBlockStop:
-		return provider.Frame{}, nil
+		return exchange.Event{}, nil
 	case anthropicwire.EventError:
 		var e anthropicwire.ErrorResponse
 		_ = json.Unmarshal(data, &e)
-		return provider.Frame{}, provider.InBandError(t.prov, e.Error.Type)
+		return exchange.Event{}, provider.InBandError(t.prov, e.Error.Type)
 	case anthropicwire.EventMessageStart, anthropicwire.EventContentBlockStart, anthropicwire.EventMessageDelta, anthropicwire.EventMessageStop:
 	default:
-		return provider.Frame{}, nil // unknown events are skipped, as Anthropic's versioning policy asks
+		return exchange.Event{}, nil // unknown events are skipped, as Anthropic's versioning policy asks
 	}
 	t.ev = anthropicwire.StreamEvent{}
 	if err := json.Unmarshal(data, &t.ev); err != nil {
-		return provider.Frame{}, provider.Interrupted(t.prov, "sent a malformed "+typ+" event", err)
+		return exchange.Event{}, provider.Interrupted(t.prov, "sent a malformed "+typ+" event", err)
 	}
 	if typ != anthropicwire.EventMessageStart && !t.started {
-		return provider.Frame{}, provider.Interrupted(t.prov, "sent "+typ+" before message_start", nil)
+		return exchange.Event{}, provider.Interrupted(t.prov, "sent "+typ+" before message_start", nil)
 	}
 	switch typ {
 	case anthropicwire.EventMessageStart:
-		return t.messageStart()
+		return t.messageStart(), nil
 	case anthropicwire.EventContentBlockStart:
 		return t.blockStart()
 	case anthropicwire.EventMessageDelta:
-		return t.messageDelta()
+		return t.messageDelta(), nil
 	default: // message_stop
 		if !t.finished {
-			return provider.Frame{}, provider.Interrupted(t.prov, "reached message_stop without a stop_reason", nil)
+			return exchange.Event{}, provider.Interrupted(t.prov, "reached message_stop without a stop_reason", nil)
 		}
 		t.stopped = true
-		return provider.Frame{Data: t.b.Usage(openAIUsage(t.u)), UsageOnly: true}, nil
+		return exchange.Event{Kind: exchange.Usage, Usage: t.usage()}, nil
 	}
 }
 
-func (t *streamTranslator) messageStart() (provider.Frame, error) {
+func (t *streamTranslator) messageStart() exchange.Event {
 	m := t.ev.Message
 	if t.started || m == nil {
-		return provider.Frame{}, nil
+		return exchange.Event{}
 	}
 	t.started = true
 	t.u = m.Usage
-	t.b.Reset("chatcmpl-"+m.ID, t.created, m.Model)
-	return provider.Frame{Data: t.b.Role()}, nil
+	return exchange.Event{Kind: exchange.Start, ID: m.ID, Name: m.Model, Created: t.created}
 }
 
-func (t *streamTranslator) blockStart() (provider.Frame, error) {
+func (t *streamTranslator) blockStart() (exchange.Event, error) {
 	cb := t.ev.ContentBlock
 	i := t.ev.Index
 	if cb == nil || i < 0 || i > 1<<16 {
-		return provider.Frame{}, provider.Interrupted(t.prov, "sent a malformed content_block_start", nil)
+		return exchange.Event{}, provider.Interrupted(t.prov, "sent a malformed content_block_start", nil)
 	}
 	for len(t.blocks) <= i {
 		t.blocks = append(t.blocks, blockOther)
@@ -154,61 +159,76 @@ func (t *streamTranslator) blockStart() (provider.Frame, error) {
 	case anthropicwire.BlockText:
 		t.blocks[i] = blockText
 		if cb.Text != "" {
-			return t.text(cb.Text), nil
+			return t.text(exchange.Text, cb.Text), nil
 		}
 	case anthropicwire.BlockThinking:
 		t.blocks[i] = blockThinking
+		sig := exchange.Event{Kind: exchange.Signature, Text: cb.Signature}
 		if cb.Thinking != "" {
-			t.chars += utf8.RuneCountInString(cb.Thinking)
-			return provider.Frame{Data: t.b.Reasoning(cb.Thinking), Content: true}, nil
+			if cb.Signature != "" {
+				t.pending = sig
+			}
+			return t.text(exchange.Reasoning, cb.Thinking), nil
+		}
+		if cb.Signature != "" {
+			return sig, nil
+		}
+	case anthropicwire.BlockRedactedThinking:
+		t.blocks[i] = blockOther
+		if cb.Data != "" {
+			return exchange.Event{Kind: exchange.RedactedReasoning, Text: cb.Data}, nil
 		}
 	case anthropicwire.BlockToolUse:
 		n := t.tools
 		t.tools++
 		t.blocks[i] = n
 		t.chars += len(cb.Name)
-		return provider.Frame{Data: t.b.ToolCallStart(n, cb.ID, cb.Name), Content: true}, nil
+		return exchange.Event{Kind: exchange.ToolCall, Index: n, ID: cb.ID, Name: cb.Name}, nil
 	}
-	return provider.Frame{}, nil
+	return exchange.Event{}, nil
 }
 
-func (t *streamTranslator) text(s string) provider.Frame {
+// text returns a Text or Reasoning event, counting its characters.
+func (t *streamTranslator) text(k exchange.Kind, s string) exchange.Event {
 	t.chars += utf8.RuneCountInString(s)
-	return provider.Frame{Data: t.b.Content(s), Content: true}
+	return exchange.Event{Kind: k, Text: s}
 }
 
 // delta translates a content_block_delta without decoding it into a struct:
 // the strings it reads point into data unless they hold escapes.
-func (t *streamTranslator) delta(data []byte) (provider.Frame, error) {
+func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
 	if !t.started {
-		return provider.Frame{}, provider.Interrupted(t.prov, "sent content_block_delta before message_start", nil)
+		return exchange.Event{}, provider.Interrupted(t.prov, "sent content_block_delta before message_start", nil)
 	}
 	s := bytesString(data)
 	d := gjson.Get(s, "delta")
 	switch d.Get("type").Str {
 	case anthropicwire.DeltaText:
 		if v := d.Get("text").String(); v != "" {
-			return t.text(v), nil
+			return t.text(exchange.Text, v), nil
 		}
 	case anthropicwire.DeltaInputJSON:
 		i := int(gjson.Get(s, "index").Int())
 		if i < 0 || i >= len(t.blocks) || t.blocks[i] < 0 {
-			return provider.Frame{}, nil // a server tool's input: not a client tool call
+			return exchange.Event{}, nil // a server tool's input: not a client tool call
 		}
 		if v := d.Get("partial_json").String(); v != "" {
 			t.chars += len(v)
-			return provider.Frame{Data: t.b.ToolCallArguments(t.blocks[i], v), Content: true}, nil
+			return exchange.Event{Kind: exchange.ToolArgs, Index: t.blocks[i], Text: v}, nil
 		}
 	case anthropicwire.DeltaThinking:
 		if v := d.Get("thinking").String(); v != "" {
-			t.chars += utf8.RuneCountInString(v)
-			return provider.Frame{Data: t.b.Reasoning(v), Content: true}, nil
+			return t.text(exchange.Reasoning, v), nil
+		}
+	case anthropicwire.DeltaSignature:
+		if v := d.Get("signature").String(); v != "" {
+			return exchange.Event{Kind: exchange.Signature, Text: v}, nil
 		}
 	}
-	return provider.Frame{}, nil
+	return exchange.Event{}, nil
 }
 
-func (t *streamTranslator) messageDelta() (provider.Frame, error) {
+func (t *streamTranslator) messageDelta() exchange.Event {
 	if u := t.ev.Usage; u != nil {
 		if u.OutputTokens != nil {
 			t.u.OutputTokens = *u.OutputTokens
@@ -224,88 +244,88 @@ func (t *streamTranslator) messageDelta() (provider.Frame, error) {
 			t.u.CacheCreationInputTokens = *u.CacheCreationInputTokens
 		}
 	}
-	if t.ev.Delta == nil || t.ev.Delta.StopReason == "" || t.finished {
-		return provider.Frame{}, nil
+	d := t.ev.Delta
+	if d == nil || d.StopReason == "" || t.finished {
+		return exchange.Event{}
 	}
 	t.finished = true
-	return provider.Frame{Data: t.b.Finish(finishReason(t.ev.Delta.StopReason)), Finish: true}, nil
+	return finishEvent(d.StopReason, d.StopSequence)
 }
 
-// openAIUsage maps Anthropic usage to OpenAI's: prompt_tokens counts every
-// prompt token, cached or not; cached_tokens the cache reads and the
-// gateway's cache_creation_tokens the cache writes.
-func openAIUsage(u anthropicwire.Usage) openaiwire.Usage {
-	in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-	ou := openaiwire.Usage{PromptTokens: in, CompletionTokens: u.OutputTokens, TotalTokens: in + u.OutputTokens}
-	if u.CacheReadInputTokens > 0 || u.CacheCreationInputTokens > 0 {
-		ou.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CacheReadInputTokens, CacheCreationTokens: u.CacheCreationInputTokens}
+// finishEvent is the Finish event for a stop_reason and stop_sequence.
+func finishEvent(stop string, seq *string) exchange.Event {
+	ev := exchange.Event{Kind: exchange.Finish, Finish: finishReason(stop), Stop: stop}
+	if seq != nil {
+		ev.StopSequence = *seq
 	}
-	return ou
+	return ev
 }
 
-// providerUsage maps Anthropic usage to the gateway's.
-func providerUsage(u anthropicwire.Usage) provider.Usage {
-	return provider.Usage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+// tokenUsage maps Anthropic usage to the gateway's: Input counts every
+// prompt token, cached or not (Anthropic's input_tokens excludes them).
+func tokenUsage(u anthropicwire.Usage) exchange.TokenUsage {
+	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
 }
 
 // usage returns the figures counted so far.
-func (t *streamTranslator) usage(reqBytes int) provider.Usage {
+func (t *streamTranslator) usage() exchange.TokenUsage {
 	if !t.started {
-		return provider.Usage{Input: provider.EstimateTokens(reqBytes), Output: provider.EstimateTokens(t.chars), Estimated: true}
+		return exchange.TokenUsage{Input: exchange.EstimateTokens(t.reqBytes), Output: exchange.EstimateTokens(t.chars), Estimated: true}
 	}
-	u := providerUsage(t.u)
+	u := tokenUsage(t.u)
 	if !t.gotDelta { // cut before message_delta: the output count is message_start's placeholder
-		u.Output = max(u.Output, provider.EstimateTokens(t.chars))
+		u.Output = max(u.Output, exchange.EstimateTokens(t.chars))
 		u.Estimated = true
 	}
 	return u
 }
 
-// sseStream reads an Anthropic SSE response and yields OpenAI chunks.
+// sseStream reads an Anthropic SSE response and yields canonical events.
 type sseStream struct {
-	body     io.ReadCloser
-	r        *sse.Reader
-	t        streamTranslator
-	reqBytes int
-	done     bool
+	body io.ReadCloser
+	r    *sse.Reader
+	t    streamTranslator
 }
 
 func newSSEStream(prov string, body io.ReadCloser, reqBytes int, created int64) *sseStream {
-	s := &sseStream{body: body, r: sse.NewReader(body, 0), reqBytes: reqBytes}
-	s.t.prov, s.t.created = prov, created
+	s := &sseStream{body: body, r: sse.NewReader(body, 0)}
+	s.t.prov, s.t.created, s.t.reqBytes = prov, created, reqBytes
 	return s
 }
 
 // Next implements provider.Stream.
-func (s *sseStream) Next() (provider.Frame, error) {
+func (s *sseStream) Next() (exchange.Event, error) {
+	if ev := s.t.pending; ev.Kind != 0 {
+		s.t.pending = exchange.Event{}
+		return ev, nil
+	}
 	for {
 		if s.t.stopped {
-			s.done = true
-			return provider.Frame{}, io.EOF
+			return exchange.Event{}, io.EOF
 		}
 		f, err := s.r.Next()
 		if err != nil {
 			if err == io.EOF {
-				return provider.Frame{}, provider.Interrupted(s.t.prov, "ended before message_stop", nil)
+				return exchange.Event{}, provider.Interrupted(s.t.prov, "ended before message_stop", nil)
 			}
-			return provider.Frame{}, provider.Interrupted(s.t.prov, "broke off", err)
+			return exchange.Event{}, provider.Interrupted(s.t.prov, "broke off", err)
 		}
 		if len(f.Data) == 0 && len(f.Event) == 0 {
 			continue
 		}
-		out, err := s.t.event(f.Event, f.Data)
+		ev, err := s.t.event(f.Event, f.Data)
 		if err != nil {
-			return provider.Frame{}, err
+			return exchange.Event{}, err
 		}
-		if out.Data != nil {
-			return out, nil
+		if ev.Kind != 0 {
+			return ev, nil
 		}
 	}
 }
 
 // Usage implements provider.Stream.
-func (s *sseStream) Usage() provider.Usage { return s.t.usage(s.reqBytes) }
+func (s *sseStream) Usage() exchange.TokenUsage { return s.t.usage() }
 
 // Close implements provider.Stream.
 func (s *sseStream) Close() error { return s.body.Close() }

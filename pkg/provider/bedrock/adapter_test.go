@@ -15,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
@@ -31,36 +29,57 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // model is a target model id with a character the SDK must escape in the path.
 const model = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
+// newCall parses an OpenAI request body into a Call for model, whose
+// default max tokens is 4096.
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", body, err)
 	}
-	return &provider.Call{Req: req, Body: []byte(body), Model: model, MaxTokens: 4096}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return &provider.Call{Req: rq, Step: config.Step{Model: model, MaxTokens: 4096}}
 }
 
 const streamHi = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`
 
-// drain reads a stream to its end: one line per frame (flags, then the
-// JSON), and the error that ended it.
+// silentKinds names the events the Chat Completions encoder writes nothing for.
+var silentKinds = map[exchange.Kind]string{exchange.Signature: "signature", exchange.RedactedReasoning: "redacted_reasoning"}
+
+// drain reads a stream to its end and runs its events through the Chat
+// Completions encoder, as an OpenAI client would get them: one line per
+// chunk (the event's flags, then the chunk's JSON), one per event that
+// gives no chunk (signatures, redacted reasoning), and the error that
+// ended the stream.
 func drain(t *testing.T, s provider.Stream) ([]string, error) {
 	t.Helper()
 	defer s.Close()
+	enc := chat.Ingress{}.NewEncoder(&exchange.Request{Stream: true, WantsUsage: true})
 	var lines []string
 	for {
-		f, err := s.Next()
+		ev, err := s.Next()
 		if err != nil {
 			return lines, err
 		}
-		if !json.Valid(f.Data) {
-			t.Errorf("frame is not valid JSON: %s", f.Data)
+		frame := enc.Event(nil, &ev)
+		if len(frame) == 0 {
+			lines = append(lines, fmt.Sprintf("   event %s %q", silentKinds[ev.Kind], ev.Text))
+			continue
+		}
+		data, ok := strings.CutPrefix(string(frame), "data: ")
+		data, ok2 := strings.CutSuffix(data, "\n\n")
+		if !ok || !ok2 || !json.Valid([]byte(data)) {
+			t.Errorf("chunk is not one data frame of JSON: %q", frame)
+		}
+		ci := openaiwire.InspectChunk([]byte(data))
+		if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
+			t.Errorf("event %+v disagrees with its chunk %s", ev, data)
 		}
 		flags := ""
 		for _, fl := range []struct {
 			on bool
 			c  string
-		}{{f.Content, "C"}, {f.Finish, "F"}, {f.UsageOnly, "U"}} {
+		}{{ev.Commits(), "C"}, {ev.Finishes(), "F"}, {ev.IsUsageOnly(), "U"}} {
 			if fl.on {
 				flags += fl.c
 			}
@@ -68,7 +87,7 @@ func drain(t *testing.T, s provider.Stream) ([]string, error) {
 		if flags == "" {
 			flags = "-"
 		}
-		lines = append(lines, fmt.Sprintf("%-2s %s", flags, f.Data))
+		lines = append(lines, fmt.Sprintf("%-2s %s", flags, data))
 	}
 }
 
@@ -394,117 +413,5 @@ func TestStreamEndsEarly(t *testing.T) {
 				t.Errorf("usage %+v: without metadata it must be an estimate", u)
 			}
 		})
-	}
-}
-
-// TestConverse: a non-streaming call is one chat.completion frame.
-func TestConverse(t *testing.T) {
-	bedrock.SetClock(t, time.Unix(1750000000, 0))
-	f := newFake(t, reply{body: `{"output":{"message":{"role":"assistant","content":[
-		{"text":"Checking the weather."},
-		{"toolUse":{"toolUseId":"tooluse_X","name":"get_weather","input":{"city":"Paris","days":3}}}]}},
-		"stopReason":"tool_use",
-		"usage":{"inputTokens":10,"outputTokens":20,"totalTokens":75,"cacheReadInputTokens":40,"cacheWriteInputTokens":5},
-		"metrics":{"latencyMs":300}}`})
-	call := newCall(t, `{"model":"m","messages":[{"role":"user","content":"Weather?"}]}`)
-	var status int
-	call.OnResponse = func(st int, h http.Header) { status = st }
-	s, err := newAdapter(t, f).Send(context.Background(), call)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status != http.StatusOK {
-		t.Errorf("OnResponse saw status %d, want 200", status)
-	}
-	fr, err := s.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !fr.Content || !fr.Finish || fr.UsageOnly {
-		t.Errorf("frame flags %+v, want content and finish", fr)
-	}
-	assertJSON(t, fr.Data, `{"id":"chatcmpl-0a1b2c3d-fake-request-id","object":"chat.completion","created":1750000000,
-		"model":"`+model+`","choices":[{"index":0,"message":{"role":"assistant","content":"Checking the weather.","refusal":null,
-		"tool_calls":[{"id":"tooluse_X","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":3}"}}]},
-		"finish_reason":"tool_calls","logprobs":null}],
-		"usage":{"prompt_tokens":55,"completion_tokens":20,"total_tokens":75,"prompt_tokens_details":{"cached_tokens":40,"cache_creation_tokens":5}}}`)
-	if _, err := s.Next(); err != io.EOF {
-		t.Errorf("second Next = %v, want io.EOF", err)
-	}
-	if u := s.Usage(); u != (provider.Usage{Input: 55, Output: 20, CacheRead: 40, CacheWrite: 5}) {
-		t.Errorf("usage %+v", u)
-	}
-	if reqs := f.requests(); len(reqs) != 1 || reqs[0].path != "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse" {
-		t.Errorf("requests %+v", reqs)
-	}
-}
-
-// TestConverseEmpty: a success with nothing in it is provider.EmptyResponse.
-func TestConverseEmpty(t *testing.T) {
-	f := newFake(t, reply{body: `{"output":{"message":{"role":"assistant","content":[]}},"stopReason":"end_turn",
-		"usage":{"inputTokens":10,"outputTokens":0,"totalTokens":10},"metrics":{"latencyMs":3}}`})
-	_, err := newAdapter(t, f).Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
-	var ge *gwerr.Error
-	if !errors.As(err, &ge) || ge.Code != "empty_response" || ge.Category != gwerr.Unavailable {
-		t.Fatalf("err = %v, want provider.EmptyResponse", err)
-	}
-}
-
-// TestConverseMalformed: malformed model output is a provider failure,
-// never a clean finish.
-func TestConverseMalformed(t *testing.T) {
-	f := newFake(t, reply{body: `{"output":{"message":{"role":"assistant","content":[{"text":"{\"bro"}]}},"stopReason":"malformed_tool_use",
-		"usage":{"inputTokens":10,"outputTokens":3,"totalTokens":13},"metrics":{"latencyMs":3}}`})
-	_, err := newAdapter(t, f).Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
-	if category(err) != gwerr.Unavailable {
-		t.Fatalf("err = %v, want unavailable", err)
-	}
-}
-
-// injected is an API that is not the SDK client: tests and embedders can
-// put their own behind the adapter.
-type injected struct {
-	out *bedrockruntime.ConverseOutput
-	err error
-}
-
-func (i *injected) Converse(context.Context, *bedrockruntime.ConverseInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error) {
-	return i.out, i.err
-}
-
-func (i *injected) ConverseStream(context.Context, *bedrockruntime.ConverseStreamInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error) {
-	if i.err != nil {
-		return nil, i.err
-	}
-	return &bedrockruntime.ConverseStreamOutput{}, nil
-}
-
-// TestInjectedAPI: the adapter works over any API; errors without an HTTP
-// response are still classified by their exception type, and an output
-// without an event stream is a provider failure, not a panic.
-func TestInjectedAPI(t *testing.T) {
-	text := "injected"
-	a := bedrock.NewWithAPI("br", &injected{out: &bedrockruntime.ConverseOutput{StopReason: types.StopReasonEndTurn,
-		Output: &types.ConverseOutputMemberMessage{Value: types.Message{Role: types.ConversationRoleAssistant,
-			Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: text}}}}}})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _ := s.Next()
-	if !strings.Contains(string(f.Data), `"content":"injected"`) || !strings.Contains(string(f.Data), `"id":"chatcmpl-`) {
-		t.Errorf("completion %s", f.Data)
-	}
-	if u := s.Usage(); !u.Estimated || u.Output != 2 {
-		t.Errorf("usage without bedrock's figures %+v, want an estimate", u)
-	}
-
-	a = bedrock.NewWithAPI("br", &injected{err: &types.ThrottlingException{Message: aws.String("slow down")}})
-	if _, err := a.Send(context.Background(), newCall(t, streamHi)); category(err) != gwerr.RateLimited {
-		t.Errorf("err = %v, want rate_limited", err)
-	}
-	a = bedrock.NewWithAPI("br", &injected{})
-	if _, err := a.Send(context.Background(), newCall(t, streamHi)); category(err) != gwerr.Unavailable {
-		t.Errorf("err = %v, want unavailable for a missing event stream", err)
 	}
 }

@@ -1,8 +1,8 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
-// (provider kind "bedrock"). It translates a validated OpenAI chat request
-// into a Converse request, calls Converse (non-streaming) or ConverseStream
-// (streaming) through the AWS SDK, and translates the answer back into
-// OpenAI chat.completion / chat.completion.chunk JSON.
+// (provider kind "bedrock"). It translates the request's canonical form
+// (the OpenAI chat shape, exchange.Request.Chat) into a Converse request,
+// calls Converse (non-streaming) or ConverseStream (streaming) through the
+// AWS SDK, and translates the answer into canonical events (exchange.Event).
 //
 // Credentials come from the default AWS chain (environment, shared files,
 // SSO, container and instance roles; the SDK also honours a Bedrock API key
@@ -47,27 +47,28 @@
 //   - ignored, because they do not change what the model generates: user,
 //     metadata, store, message names.
 //
-// Semantics, response side (Converse -> OpenAI):
-//   - streams: messageStart -> the role chunk; text deltas -> delta.content;
-//     toolUse block starts -> delta.tool_calls with id, name and empty
-//     arguments, indexed 0, 1, ... by tool call (not by bedrock's block
-//     index); toolUse input deltas -> argument fragments at that index;
-//     reasoning text -> delta.reasoning_content (signatures and redacted
-//     reasoning are dropped); messageStop -> the finish_reason chunk;
-//     metadata -> the include_usage chunk (choices: []), then io.EOF.
-//     Every chunk carries the same id ("chatcmpl-" and bedrock's request
-//     id), the target's model and the time of the call.
-//   - Converse: one chat.completion body (text joined; content null when
-//     only tools were called); an empty success is provider.EmptyResponse.
-//   - finish_reason: end_turn, stop_sequence -> stop; max_tokens,
+// Semantics, response side (Converse -> canonical events, which the
+// client's ingress encodes; see translator and completion):
+//   - streams: messageStart -> Start (bedrock's request id, the target's
+//     model, the time of the call); text deltas -> Text; toolUse block
+//     starts -> ToolCall with id and name, indexed 0, 1, ... by tool call
+//     (not by bedrock's block index); toolUse input deltas -> ToolArgs at
+//     that index; reasoning text -> Reasoning, its signature -> Signature,
+//     redacted reasoning -> RedactedReasoning (base64); messageStop ->
+//     Finish; metadata -> Usage (after Finish), then io.EOF.
+//   - Converse: the same events for the whole output, in block order,
+//     tool inputs re-encoded as JSON arguments; an empty success is
+//     provider.EmptyResponse.
+//   - finish reasons: end_turn, stop_sequence -> stop; max_tokens,
 //     model_context_window_exceeded -> length; tool_use -> tool_calls;
 //     guardrail_intervened, content_filtered -> content_filter;
 //     malformed_model_output, malformed_tool_use -> a provider failure
 //     (unavailable, or interrupted after the first token); unknown -> stop.
-//   - usage: prompt_tokens = inputTokens + cacheReadInputTokens +
-//     cacheWriteInputTokens (OpenAI counts cached prompt tokens in
-//     prompt_tokens); prompt_tokens_details.cached_tokens = cache reads,
-//     cache_creation_tokens = cache writes.
+//     Finish.Stop keeps bedrock's own stopReason.
+//   - usage: Input = inputTokens + cacheReadInputTokens +
+//     cacheWriteInputTokens (bedrock's inputTokens excludes cached tokens;
+//     the gateway counts every prompt token), CacheRead = cache reads,
+//     CacheWrite = cache writes.
 //
 // Errors are mapped as documented on callError (the call itself) and
 // streamError (exceptions inside the event stream). A stream that ends
@@ -109,7 +110,7 @@ type API interface {
 
 var _ API = (*bedrockruntime.Client)(nil)
 
-// Adapter sends chat completions to one Bedrock provider.
+// Adapter sends requests to one Bedrock provider.
 type Adapter struct {
 	id  string
 	api API
@@ -208,11 +209,13 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 // Send implements provider.Provider. The request is translated (and
 // refused, if it asks for what bedrock cannot do) before any call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	target := a.id + "/" + call.Model
-	req, err := translateRequest(call.Req, call.Body, call.Model, call.MaxTokens, target)
+	model := call.Model()
+	target := a.id + "/" + model
+	req, err := translateRequest(call.Req, model, call.MaxTokens(), target)
 	if err != nil {
 		return nil, err
 	}
+	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
 		out, err := a.api.ConverseStream(ctx, req.streamInput())
 		if err != nil {
@@ -224,8 +227,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		if es == nil || es.Reader == nil {
 			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no event stream", Provider: a.id}
 		}
-		tr := newTranslator(responseID(out.ResultMetadata), call.Model, timeNow().Unix())
-		return newStream(ctx, a.id, es, tr, len(call.Body)), nil
+		tr := newTranslator(responseID(out.ResultMetadata), model, timeNow().Unix())
+		return newStream(ctx, a.id, es, tr, reqBytes), nil
 	}
 	out, err := a.api.Converse(ctx, req.converseInput())
 	if err != nil {
@@ -233,21 +236,21 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, callError(ctx, a.id, err)
 	}
 	observe(call, out.ResultMetadata)
-	body, u, err := completion(a.id, responseID(out.ResultMetadata), call.Model, timeNow().Unix(), out, len(call.Body))
+	evs, u, err := completion(a.id, responseID(out.ResultMetadata), model, timeNow().Unix(), out, reqBytes)
 	if err != nil {
 		return nil, err
 	}
-	return provider.Single(body, true, u), nil
+	return provider.Events(u, evs...), nil
 }
 
-// responseID is "chatcmpl-" and bedrock's request id, or a random id.
+// responseID is bedrock's request id, or a random id (24 hex digits).
 func responseID(md middleware.Metadata) string {
 	if rid, ok := awsmiddleware.GetRequestIDMetadata(md); ok && rid != "" {
-		return "chatcmpl-" + rid
+		return rid
 	}
 	var b [12]byte
 	rand.Read(b[:])
-	return "chatcmpl-" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // observe reports a success's HTTP status and headers to the call.

@@ -10,8 +10,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // isA reports whether err's chain holds a T (one of the SDK's exception types).
@@ -59,7 +59,7 @@ func callError(ctx context.Context, id string, err error) error {
 	if e := classify(id, err, false); e != nil {
 		e.Status = status
 		if e.Category == gwerr.RateLimited && h != nil {
-			e.RetryAfter = keys.RetryAfter(h, timeNow())
+			e.RetryAfter = retryafter.Parse(h, timeNow())
 		}
 		return e
 	}
@@ -69,7 +69,7 @@ func callError(ctx context.Context, id string, err error) error {
 		if errors.As(err, &ae) {
 			code = ae.ErrorCode()
 		}
-		e := provider.StatusError(id, status, code, detail(err), keys.RetryAfter(h, timeNow()))
+		e := provider.StatusError(id, status, code, detail(err), retryafter.Parse(h, timeNow()))
 		e.Cause = err
 		return e
 	}

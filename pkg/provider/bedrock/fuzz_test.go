@@ -2,6 +2,7 @@ package bedrock
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
@@ -67,7 +69,9 @@ var fuzzStopReasons = []types.StopReason{types.StopReasonEndTurn, types.StopReas
 type bexpect struct {
 	stopped, meta bool
 	text, reason  strings.Builder
-	tools         []int32 // block index of tool call i
+	signature     strings.Builder
+	redacted      []string // base64, one per redacted reasoning delta
+	tools         []int32  // block index of tool call i
 	args          map[int]*strings.Builder
 	finish        string
 	output, input int
@@ -148,8 +152,14 @@ func genEvents(data []byte) ([]types.ConverseStreamOutput, *bexpect) {
 				}
 			case 1:
 				d = &types.ReasoningContentBlockDeltaMemberSignature{Value: s}
+				if !done() {
+					ex.signature.WriteString(s)
+				}
 			case 2:
 				d = &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte(s)}
+				if !done() && s != "" {
+					ex.redacted = append(ex.redacted, base64.StdEncoding.EncodeToString([]byte(s)))
+				}
 			}
 			ev = &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: g.ptr32(),
 				Delta: &types.ContentBlockDeltaMemberReasoningContent{Value: d}}}
@@ -196,13 +206,15 @@ func genEvents(data []byte) ([]types.ConverseStreamOutput, *bexpect) {
 
 // FuzzStreamTranslator drives the ConverseStream translator with
 // generated event sequences (nil members, unknown members, blocks in any
-// order, every stop reason). Always: no panic, no loop, every frame a valid
-// chat.completion.chunk whose flags agree with its JSON, at most one
-// finish. On a clean end (io.EOF): messageStop and metadata were both
-// read, the text, reasoning and each tool call's arguments are exactly the
-// concatenation of what the events carried, the finish_reason is the
-// mapped stop reason, and the last frame is the usage chunk with
-// metadata's figures.
+// order, every stop reason), and the Chat Completions encoder with its
+// events. Always: no panic, no loop, every event of a known kind, every
+// chunk a valid chat.completion.chunk whose flags agree with its event, at
+// most one finish. On a clean end (io.EOF): messageStop and metadata were
+// both read; the text, reasoning, signatures, redacted reasoning and each
+// tool call's arguments, in the events (and, for those a chunk carries, in
+// the chunks), are exactly the concatenation of what the events carried;
+// the finish is the mapped stop reason; and the last event is the usage
+// with metadata's figures.
 func FuzzStreamTranslator(f *testing.F) {
 	for _, seed := range [][]byte{
 		{0, 2, 3, 'H', 'i', '!', 0, 6, 0, 7, 0, 8, 1, 5, 7},
@@ -227,18 +239,26 @@ func FuzzStreamTranslator(f *testing.F) {
 		if len(data)%5 == 0 {
 			es.err = errors.New("broken frame")
 		}
-		s := newStream(context.Background(), "br", es, newTranslator("chatcmpl-f", "m", 1700000000), 100)
-		var text, reasoning strings.Builder
-		args := map[int]*strings.Builder{}
+		s := newStream(context.Background(), "br", es, newTranslator("f", "m", 1700000000), 100)
+		enc := newChunkEncoder()
+		var text, reasoning, signature, evText, evReasoning strings.Builder
+		var redacted []string
+		args, evArgs := map[int]*strings.Builder{}, map[int]*strings.Builder{}
+		add := func(m map[int]*strings.Builder, i int, s string) {
+			if m[i] == nil {
+				m[i] = &strings.Builder{}
+			}
+			m[i].WriteString(s)
+		}
 		finishes := 0
 		var finish string
 		var lastUsage *openaiwire.Usage
-		lastUsageOnly := false
+		var lastEv exchange.Event
 		for i := 0; ; i++ {
 			if i > len(evs)+2 {
-				t.Fatalf("more frames than events (%d)", len(evs))
+				t.Fatalf("more events out than in (%d)", len(evs))
 			}
-			fr, err := s.Next()
+			ev, err := s.Next()
 			if err != nil && err != io.EOF {
 				return // an error end
 			}
@@ -248,12 +268,35 @@ func FuzzStreamTranslator(f *testing.F) {
 				}
 				break
 			}
-			if !json.Valid(fr.Data) {
-				t.Fatalf("frame %d is not JSON: %s", i, fr.Data)
+			switch ev.Kind {
+			case exchange.Text:
+				evText.WriteString(ev.Text)
+			case exchange.Reasoning:
+				evReasoning.WriteString(ev.Text)
+			case exchange.Signature:
+				signature.WriteString(ev.Text)
+			case exchange.RedactedReasoning:
+				redacted = append(redacted, ev.Text)
+			case exchange.ToolArgs:
+				add(evArgs, ev.Index, ev.Text)
+			case exchange.Start, exchange.ToolCall, exchange.Finish, exchange.Usage:
+			default:
+				t.Fatalf("event %d of kind %d: %+v", i, ev.Kind, ev)
 			}
-			ci := openaiwire.InspectChunk(fr.Data)
-			if ci.Content != fr.Content || ci.Finish != fr.Finish || ci.UsageOnly != fr.UsageOnly {
-				t.Fatalf("frame %d flags content=%v finish=%v usage_only=%v disagree with its JSON: %s", i, fr.Content, fr.Finish, fr.UsageOnly, fr.Data)
+			lastEv = ev
+			fr := chunkData(t, enc.Event(nil, &ev))
+			if fr == nil {
+				if ev.Kind != exchange.Signature && ev.Kind != exchange.RedactedReasoning {
+					t.Fatalf("event %d (%+v) gave no chunk", i, ev)
+				}
+				continue
+			}
+			if !json.Valid(fr) {
+				t.Fatalf("chunk %d is not JSON: %s", i, fr)
+			}
+			ci := openaiwire.InspectChunk(fr)
+			if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
+				t.Fatalf("event %d (kind %d) content=%v finish=%v usage_only=%v disagrees with its chunk: %s", i, ev.Kind, ev.Commits(), ev.Finishes(), ev.IsUsageOnly(), fr)
 			}
 			var c struct {
 				Object  string `json:"object"`
@@ -272,8 +315,8 @@ func FuzzStreamTranslator(f *testing.F) {
 				} `json:"choices"`
 				Usage *openaiwire.Usage `json:"usage"`
 			}
-			if err := json.Unmarshal(fr.Data, &c); err != nil || c.Object != "chat.completion.chunk" {
-				t.Fatalf("frame %d is not a chat.completion.chunk: %s", i, fr.Data)
+			if err := json.Unmarshal(fr, &c); err != nil || c.Object != "chat.completion.chunk" {
+				t.Fatalf("chunk %d is not a chat.completion.chunk: %s", i, fr)
 			}
 			for _, ch := range c.Choices {
 				if ch.Delta.Content != nil {
@@ -283,41 +326,44 @@ func FuzzStreamTranslator(f *testing.F) {
 					reasoning.WriteString(*ch.Delta.Reasoning)
 				}
 				for _, tc := range ch.Delta.ToolCalls {
-					if args[tc.Index] == nil {
-						args[tc.Index] = &strings.Builder{}
-					}
-					args[tc.Index].WriteString(tc.Function.Arguments)
+					add(args, tc.Index, tc.Function.Arguments)
 				}
 				if ch.FinishReason != nil {
 					finishes++
 					finish = *ch.FinishReason
 				}
 			}
-			lastUsage, lastUsageOnly = c.Usage, fr.UsageOnly
+			lastUsage = c.Usage
 		}
 		switch {
 		case ex.bad || !ex.stopped || !ex.meta:
 			t.Fatalf("clean end, but the events (bad %v, stopped %v, metadata %v) should not give one", ex.bad, ex.stopped, ex.meta)
 		case finishes != 1 || finish != ex.finish:
-			t.Fatalf("%d finish frames, finish %q, want one %q", finishes, finish, ex.finish)
-		case text.String() != ex.text.String():
-			t.Fatalf("text %q, want %q", text.String(), ex.text.String())
-		case reasoning.String() != ex.reason.String():
-			t.Fatalf("reasoning %q, want %q", reasoning.String(), ex.reason.String())
-		case !lastUsageOnly || lastUsage == nil || lastUsage.CompletionTokens != ex.output || lastUsage.PromptTokens != ex.input:
-			t.Fatalf("last frame is not the usage chunk with %d in / %d out: %+v", ex.input, ex.output, lastUsage)
+			t.Fatalf("%d finish chunks, finish %q, want one %q", finishes, finish, ex.finish)
+		case text.String() != ex.text.String() || evText.String() != ex.text.String():
+			t.Fatalf("text %q (events %q), want %q", text.String(), evText.String(), ex.text.String())
+		case reasoning.String() != ex.reason.String() || evReasoning.String() != ex.reason.String():
+			t.Fatalf("reasoning %q (events %q), want %q", reasoning.String(), evReasoning.String(), ex.reason.String())
+		case signature.String() != ex.signature.String() || strings.Join(redacted, ",") != strings.Join(ex.redacted, ","):
+			t.Fatalf("signatures %q redacted %q, want %q and %q", signature.String(), redacted, ex.signature.String(), ex.redacted)
+		case lastEv.Kind != exchange.Usage || lastEv.Usage.Output != ex.output || lastEv.Usage.Input != ex.input:
+			t.Fatalf("last event is not the usage with %d in / %d out: %+v", ex.input, ex.output, lastEv)
+		case lastUsage == nil || lastUsage.CompletionTokens != ex.output || lastUsage.PromptTokens != ex.input:
+			t.Fatalf("last chunk is not the usage chunk with %d in / %d out: %+v", ex.input, ex.output, lastUsage)
 		}
-		for i := range ex.tools {
-			got := ""
-			if args[i] != nil {
-				got = args[i].String()
+		for _, m := range []map[int]*strings.Builder{args, evArgs} {
+			for i := range ex.tools {
+				got := ""
+				if m[i] != nil {
+					got = m[i].String()
+				}
+				if got != ex.args[i].String() {
+					t.Fatalf("tool call %d arguments %q, want %q", i, got, ex.args[i].String())
+				}
 			}
-			if got != ex.args[i].String() {
-				t.Fatalf("tool call %d arguments %q, want %q", i, got, ex.args[i].String())
+			if len(m) > len(ex.tools) {
+				t.Fatalf("%d tool calls in the output, %d started", len(m), len(ex.tools))
 			}
-		}
-		if len(args) > len(ex.tools) {
-			t.Fatalf("%d tool calls in the chunks, %d started", len(args), len(ex.tools))
 		}
 	})
 }

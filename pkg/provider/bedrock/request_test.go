@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -228,4 +229,20 @@ func paramOf(e *gwerr.Error) string {
 		return ""
 	}
 	return e.Param
+}
+
+// TestOutputCap: without a client max tokens, maxTokens is the target's
+// default lowered to the admitted output cap.
+func TestOutputCap(t *testing.T) {
+	f := newFake(t, reply{events: concat(textEvents("ok"), stopEvents("end_turn", 1, 1))})
+	call := newCall(t, streamHi)
+	call.Req.OutputCap = 100
+	s, err := newAdapter(t, f).Send(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drain(t, s); err != io.EOF {
+		t.Fatal(err)
+	}
+	assertJSON(t, f.requests()[0].raw, `{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"inferenceConfig":{"maxTokens":100}}`)
 }

@@ -2,131 +2,166 @@ package bedrock
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
-// translator turns the events of one ConverseStream response into OpenAI
-// chat.completion.chunk JSON. It is small, per response and stateful: it
-// numbers tool calls, remembers the finish reason and the usage, and writes
-// every chunk with openaiwire.ChunkBuilder into one reused buffer.
+// translator turns the events of one ConverseStream response into
+// canonical events (exchange.Event). It is small, per response and
+// stateful: it numbers tool calls and remembers the finish and the usage.
+// Strings are the SDK's own (decoded per event), so translating a text
+// delta allocates nothing.
 //
 // Event by event:
-//   - messageStart: the first chunk, delta {"role":"assistant","content":""}.
-//   - contentBlockStart with toolUse: delta.tool_calls[{index, id, type,
-//     function{name, arguments:""}}], where index counts tool-use blocks
-//     (0, 1, ...), not bedrock's block indices.
-//   - contentBlockDelta text: delta.content.
-//   - contentBlockDelta toolUse.input: an arguments fragment at that tool's index.
-//   - contentBlockDelta reasoningContent.text: delta.reasoning_content (the
-//     field DeepSeek-style clients read); signatures and redacted reasoning
-//     are dropped, so reasoning cannot be sent back to bedrock.
-//   - contentBlockStop, and deltas of other kinds (citations, images): nothing.
-//   - messageStop: a chunk with the mapped finish_reason (see finishReason).
-//   - metadata: the usage; the include_usage chunk (choices: []) is written
-//     once both messageStop and metadata have arrived.
+//   - messageStart: Start{ID: bedrock's request id, Name: the target's
+//     model, Created: the time of the call}. An event with output before
+//     messageStart gets the Start first (encoders need it to name the
+//     response); a later messageStart gives nothing.
+//   - contentBlockStart with toolUse: ToolCall{Index, ID, Name}, where
+//     Index counts tool-use blocks (0, 1, ...), not bedrock's block indices.
+//   - contentBlockDelta text: Text.
+//   - contentBlockDelta toolUse.input: ToolArgs at that tool's Index.
+//   - contentBlockDelta reasoningContent: text -> Reasoning, signature ->
+//     Signature, redactedContent -> RedactedReasoning (Text: the bytes in
+//     base64, as the wire and Anthropic's redacted_thinking carry them).
+//   - contentBlockStop, empty deltas, and deltas of other kinds
+//     (citations, images): nothing.
+//   - messageStop: Finish{Finish: finishReason(stopReason), Stop: stopReason}.
+//   - metadata: the usage; the Usage event is yielded once both messageStop
+//     and metadata have arrived, then io.EOF.
 type translator struct {
-	cb     openaiwire.ChunkBuilder
-	tools  []toolSlot
-	nTools int
+	id, model string
+	created   int64
+	tools     []toolSlot
+	nTools    int
 
-	started bool
+	started bool // Start yielded
 	stopped bool // messageStop seen
 	meta    bool // metadata seen
-	usage   provider.Usage
-	chars   int // generated characters, for estimates
+	usage   exchange.TokenUsage
+	chars   int            // generated characters, for estimates
+	pending exchange.Event // the event held back behind a Start (Kind 0: none)
 }
 
-// toolSlot maps a bedrock content block index to an OpenAI tool index.
+// toolSlot maps a bedrock content block index to a tool call index.
 type toolSlot struct {
 	block int32
 	tool  int
 }
 
 func newTranslator(id, model string, created int64) *translator {
-	t := &translator{}
-	t.cb.Reset(id, created, model)
-	return t
+	return &translator{id: id, model: model, created: created}
 }
 
-// event translates one event. A zero Frame (nil Data) means the event
-// produces no chunk.
-func (t *translator) event(ev types.ConverseStreamOutput) (provider.Frame, error) {
+// next translates one event, putting Start first. An event of Kind 0 means
+// it gives nothing; t.pending may hold a second one.
+func (t *translator) next(ev types.ConverseStreamOutput) (exchange.Event, error) {
+	out, err := t.event(ev)
+	if err != nil || out.Kind == 0 || t.started {
+		return out, err
+	}
+	t.started = true
+	if out.Kind != exchange.Start {
+		t.pending = out
+	}
+	return exchange.Event{Kind: exchange.Start, ID: t.id, Name: t.model, Created: t.created}, nil
+}
+
+// event translates one event. An event of Kind 0 means it gives nothing.
+func (t *translator) event(ev types.ConverseStreamOutput) (exchange.Event, error) {
 	switch e := ev.(type) {
 	case *types.ConverseStreamOutputMemberContentBlockDelta:
 		return t.delta(&e.Value)
 	case *types.ConverseStreamOutputMemberContentBlockStart:
 		tu, ok := e.Value.Start.(*types.ContentBlockStartMemberToolUse)
 		if !ok {
-			return provider.Frame{}, nil
+			return exchange.Event{}, nil
 		}
 		idx := t.nTools
 		t.nTools++
 		t.tools = append(t.tools, toolSlot{block: deref32(e.Value.ContentBlockIndex), tool: idx})
 		name := deref(tu.Value.Name)
 		t.chars += len(name)
-		return provider.Frame{Data: t.cb.ToolCallStart(idx, deref(tu.Value.ToolUseId), name), Content: true}, nil
+		return exchange.Event{Kind: exchange.ToolCall, Index: idx, ID: deref(tu.Value.ToolUseId), Name: name}, nil
 	case *types.ConverseStreamOutputMemberMessageStart:
 		if t.started {
-			return provider.Frame{}, nil
+			return exchange.Event{}, nil
 		}
-		t.started = true
-		return provider.Frame{Data: t.cb.Role()}, nil
+		return exchange.Event{Kind: exchange.Start}, nil // filled in by next
 	case *types.ConverseStreamOutputMemberMessageStop:
 		if t.stopped {
-			return provider.Frame{}, nil
+			return exchange.Event{}, nil
 		}
 		fr, err := finishReason(e.Value.StopReason)
 		if err != nil {
-			return provider.Frame{}, err
+			return exchange.Event{}, err
 		}
 		t.stopped = true
-		return provider.Frame{Data: t.cb.Finish(fr), Finish: true}, nil
+		return exchange.Event{Kind: exchange.Finish, Finish: fr, Stop: string(e.Value.StopReason)}, nil
 	case *types.ConverseStreamOutputMemberMetadata:
 		t.meta = true
 		if u := e.Value.Usage; u != nil {
 			t.usage = tokenUsage(u)
 		}
-		return provider.Frame{}, nil
+		return exchange.Event{}, nil
 	}
-	return provider.Frame{}, nil
+	return exchange.Event{}, nil
 }
 
-func (t *translator) delta(e *types.ContentBlockDeltaEvent) (provider.Frame, error) {
+func (t *translator) delta(e *types.ContentBlockDeltaEvent) (exchange.Event, error) {
 	switch d := e.Delta.(type) {
 	case *types.ContentBlockDeltaMemberText:
 		if d.Value == "" {
-			return provider.Frame{}, nil
+			return exchange.Event{}, nil
 		}
 		t.chars += utf8.RuneCountInString(d.Value)
-		return provider.Frame{Data: t.cb.Content(d.Value), Content: true}, nil
+		return exchange.Event{Kind: exchange.Text, Text: d.Value}, nil
 	case *types.ContentBlockDeltaMemberToolUse:
 		idx := t.toolIndex(deref32(e.ContentBlockIndex))
 		if idx < 0 {
-			return provider.Frame{}, provider.Interrupted("", "sent tool input for a block that never started", nil)
+			return exchange.Event{}, provider.Interrupted("", "sent tool input for a block that never started", nil)
 		}
 		args := deref(d.Value.Input)
-		t.chars += len(args)
-		return provider.Frame{Data: t.cb.ToolCallArguments(idx, args), Content: true}, nil
-	case *types.ContentBlockDeltaMemberReasoningContent:
-		rt, ok := d.Value.(*types.ReasoningContentBlockDeltaMemberText)
-		if !ok || rt.Value == "" {
-			return provider.Frame{}, nil
+		if args == "" {
+			return exchange.Event{}, nil
 		}
-		t.chars += utf8.RuneCountInString(rt.Value)
-		return provider.Frame{Data: t.cb.Reasoning(rt.Value), Content: true}, nil
+		t.chars += len(args)
+		return exchange.Event{Kind: exchange.ToolArgs, Index: idx, Text: args}, nil
+	case *types.ContentBlockDeltaMemberReasoningContent:
+		return reasoningDelta(d.Value, &t.chars), nil
 	}
-	return provider.Frame{}, nil
+	return exchange.Event{}, nil
 }
 
-// toolIndex returns the OpenAI index of the tool-use block at a bedrock
+// reasoningDelta translates a reasoning delta, counting its characters.
+func reasoningDelta(d types.ReasoningContentBlockDelta, chars *int) exchange.Event {
+	switch r := d.(type) {
+	case *types.ReasoningContentBlockDeltaMemberText:
+		if r.Value != "" {
+			*chars += utf8.RuneCountInString(r.Value)
+			return exchange.Event{Kind: exchange.Reasoning, Text: r.Value}
+		}
+	case *types.ReasoningContentBlockDeltaMemberSignature:
+		if r.Value != "" {
+			return exchange.Event{Kind: exchange.Signature, Text: r.Value}
+		}
+	case *types.ReasoningContentBlockDeltaMemberRedactedContent:
+		if len(r.Value) > 0 {
+			return exchange.Event{Kind: exchange.RedactedReasoning, Text: base64.StdEncoding.EncodeToString(r.Value)}
+		}
+	}
+	return exchange.Event{}
+}
+
+// toolIndex returns the tool call index of the tool-use block at a bedrock
 // block index, or -1. Blocks stream one at a time, so the last slot is the
 // usual answer.
 func (t *translator) toolIndex(block int32) int {
@@ -138,36 +173,31 @@ func (t *translator) toolIndex(block int32) int {
 	return -1
 }
 
-// usageChunk writes the include_usage chunk: choices empty, usage set.
-func (t *translator) usageChunk(u provider.Usage) []byte {
-	return t.cb.Usage(*u.OpenAI())
-}
-
-// finishReason maps bedrock's stopReason to OpenAI's finish_reason.
+// finishReason maps bedrock's stopReason to the canonical finish reason.
 // Malformed output is a provider failure, never a clean finish. Reasons
 // newer than this code map to "stop".
 func finishReason(r types.StopReason) (string, error) {
 	switch r {
 	case types.StopReasonEndTurn, types.StopReasonStopSequence:
-		return "stop", nil
+		return exchange.FinishStop, nil
 	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
-		return "length", nil
+		return exchange.FinishLength, nil
 	case types.StopReasonToolUse:
-		return "tool_calls", nil
+		return exchange.FinishToolCalls, nil
 	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
-		return "content_filter", nil
+		return exchange.FinishContentFilter, nil
 	case types.StopReasonMalformedModelOutput, types.StopReasonMalformedToolUse:
 		return "", &gwerr.Error{Category: gwerr.Unavailable, Message: "provider model produced malformed output (" + string(r) + ")", Code: "malformed_output"}
 	}
-	return "stop", nil
+	return exchange.FinishStop, nil
 }
 
 // tokenUsage reads bedrock's usage. Bedrock's inputTokens excludes the
-// tokens read from or written to the prompt cache; OpenAI's prompt_tokens
-// includes cached tokens, so Input is the sum of the three.
-func tokenUsage(u *types.TokenUsage) provider.Usage {
+// tokens read from or written to the prompt cache; the gateway's Input
+// counts every prompt token, so it is the sum of the three.
+func tokenUsage(u *types.TokenUsage) exchange.TokenUsage {
 	r, w := int(deref32(u.CacheReadInputTokens)), int(deref32(u.CacheWriteInputTokens))
-	return provider.Usage{Input: int(deref32(u.InputTokens)) + r + w, Output: int(deref32(u.OutputTokens)), CacheRead: r, CacheWrite: w}
+	return exchange.TokenUsage{Input: int(deref32(u.InputTokens)) + r + w, Output: int(deref32(u.OutputTokens)), CacheRead: r, CacheWrite: w}
 }
 
 func deref(s *string) string {
@@ -211,38 +241,42 @@ func newStream(ctx context.Context, id string, es eventStream, tr *translator, r
 // and metadata; an event stream that ends before them is interrupted, and
 // an exception inside it is classified (see streamError). Cancelling the
 // context closes the event stream at once.
-func (s *stream) Next() (provider.Frame, error) {
+func (s *stream) Next() (exchange.Event, error) {
+	if ev := s.tr.pending; ev.Kind != 0 {
+		s.tr.pending = exchange.Event{}
+		return ev, nil
+	}
 	for {
 		if s.done {
-			return provider.Frame{}, io.EOF
+			return exchange.Event{}, io.EOF
 		}
 		if s.tr.stopped && s.tr.meta {
 			if s.usageSent {
 				s.done = true
-				return provider.Frame{}, io.EOF
+				return exchange.Event{}, io.EOF
 			}
 			s.usageSent = true
-			return provider.Frame{Data: s.tr.usageChunk(s.Usage()), UsageOnly: true}, nil
+			return exchange.Event{Kind: exchange.Usage, Usage: s.Usage()}, nil
 		}
 		select {
 		case ev, ok := <-s.es.Events():
 			if !ok {
-				return provider.Frame{}, s.ended()
+				return exchange.Event{}, s.ended()
 			}
-			f, err := s.tr.event(ev)
+			out, err := s.tr.next(ev)
 			if err != nil {
 				s.Close()
 				if ge, ok := err.(*gwerr.Error); ok && ge.Provider == "" {
 					ge.Provider = s.id
 				}
-				return provider.Frame{}, err
+				return exchange.Event{}, err
 			}
-			if f.Data != nil {
-				return f, nil
+			if out.Kind != 0 {
+				return out, nil
 			}
 		case <-s.ctx.Done():
 			s.Close()
-			return provider.Frame{}, provider.TransportError(s.ctx, s.id, s.ctx.Err())
+			return exchange.Event{}, provider.TransportError(s.ctx, s.id, s.ctx.Err())
 		}
 	}
 }
@@ -266,11 +300,11 @@ func (s *stream) ended() error {
 
 // Usage implements provider.Stream: bedrock's figures once metadata has
 // arrived, else an estimate.
-func (s *stream) Usage() provider.Usage {
+func (s *stream) Usage() exchange.TokenUsage {
 	if s.tr.meta {
 		return s.tr.usage
 	}
-	return provider.Usage{Input: provider.EstimateTokens(s.reqBytes), Output: provider.EstimateTokens(s.tr.chars), Estimated: true}
+	return exchange.TokenUsage{Input: exchange.EstimateTokens(s.reqBytes), Output: exchange.EstimateTokens(s.tr.chars), Estimated: true}
 }
 
 // Close implements provider.Stream.

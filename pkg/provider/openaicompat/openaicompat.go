@@ -16,9 +16,10 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -98,7 +99,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	ct := resp.Header.Get("Content-Type")
 	if stream && !strings.HasPrefix(ct, "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), !pass), nil
+		return newSSEStream(a.id, resp.Body, len(body), !pass, &rq.Trace), nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -113,7 +114,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	case !json.Valid(data):
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
-	case !ci.Content && ci.Usage.CompletionTokens == 0:
+	case !ci.Content && ci.Usage.CompletionTokens == 0 && ci.FinishReason != "length" && ci.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
 	u := usageOf(ci.Usage)
@@ -127,7 +128,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if ci.Finish {
 		flags |= exchange.HasFinish
 	}
-	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags}), nil
+	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags, Finish: ci.FinishReason}), nil
 }
 
 // chatForm returns the canonical request as this provider receives it
@@ -155,7 +156,7 @@ func usageOf(ou openaiwire.Usage) exchange.TokenUsage {
 
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
-func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var env struct {
 		Error struct {
@@ -166,9 +167,9 @@ func (a *Adapter) statusError(resp *http.Response, k keys.Key) error {
 	}
 	_ = json.Unmarshal(raw, &env)
 	errType := env.Error.Type
-	if c, ok := env.Error.Code.(string); ok && errType == "" {
-		errType = c
+	if c, ok := env.Error.Code.(string); ok {
+		errType += " " + c // the code is often the more specific word (content_policy_violation)
 	}
 	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
-		keys.RetryAfter(resp.Header, timeNow()))
+		retryafter.Parse(resp.Header, timeNow()))
 }

@@ -79,8 +79,8 @@ func benchAdapter(b *testing.B, newBody func() io.ReadCloser) (*openaicompat.Ada
 	if err != nil {
 		b.Fatal(err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Stream: req.Stream, Chat: req, Body: benchRequest}
-	return a, &provider.Call{Req: rq, Step: config.Step{ID: "bench/gpt-4.1-2025-04-14", Provider: "bench", Model: "gpt-4.1-2025-04-14"}}
+	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	return a, &provider.Call{Req: rq, Step: config.Step{Model: "gpt-4.1-2025-04-14"}}
 }
 
 // BenchmarkRelaySSEChunk relays one OpenAI SSE content chunk through the

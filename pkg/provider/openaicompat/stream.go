@@ -8,6 +8,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/tidwall/gjson"
 )
 
 var timeNow = time.Now
@@ -27,10 +28,12 @@ type sseStream struct {
 	chars     int
 	finished  bool
 	done      bool
+	// trace counts the malformed frames skipped, on the request's trace.
+	trace *exchange.Trace
 }
 
-func newSSEStream(id string, body io.ReadCloser, reqBytes int, translate bool) *sseStream {
-	return &sseStream{id: id, body: body, r: sse.NewReader(body, 0), reqBytes: reqBytes, translate: translate}
+func newSSEStream(id string, body io.ReadCloser, reqBytes int, translate bool, trace *exchange.Trace) *sseStream {
+	return &sseStream{id: id, body: body, r: sse.NewReader(body, 0), reqBytes: reqBytes, translate: translate, trace: trace}
 }
 
 // Next implements provider.Stream.
@@ -45,6 +48,12 @@ func (s *sseStream) Next() (exchange.Event, error) {
 		f, err := s.r.Next()
 		if err != nil {
 			if err == io.EOF {
+				// A stream that finished, and sent the usage the gateway
+				// always asks for, is complete even without [DONE].
+				if s.finished && s.hasUsage {
+					s.done = true
+					return exchange.Event{}, io.EOF
+				}
 				return exchange.Event{}, provider.Interrupted(s.id, "ended without [DONE]", nil)
 			}
 			return exchange.Event{}, provider.Interrupted(s.id, "broke off", err)
@@ -58,6 +67,12 @@ func (s *sseStream) Next() (exchange.Event, error) {
 			}
 			s.done = true
 			return exchange.Event{}, io.EOF
+		}
+		if !gjson.ValidBytes(f.Data) {
+			// A malformed frame is never forwarded: skip it, count it, and
+			// keep the stream if it otherwise completes.
+			s.trace.MalformedFrames++
+			continue
 		}
 		ci := openaiwire.InspectChunk(f.Data)
 		if ci.Error || string(f.Event) == "error" {
@@ -88,7 +103,7 @@ func (s *sseStream) Next() (exchange.Event, error) {
 		if ci.UsageOnly {
 			flags |= exchange.UsageOnly
 		}
-		return exchange.Event{Kind: exchange.Raw, Raw: f.Data, RawAPI: exchange.Chat, Flags: flags}, nil
+		return exchange.Event{Kind: exchange.Raw, Raw: f.Data, RawAPI: exchange.Chat, Flags: flags, Finish: ci.FinishReason}, nil
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package embedded implements store.Store on a local bbolt file: the backend
-// for tests and for running the gateway locally with no AWS.
+// Package embedded implements store.Store on a local bbolt file, or in
+// memory ([OpenMemory]): the backend for tests and for running the gateway
+// locally with no AWS.
 //
 // It gives the same semantics as the DynamoDB backend (package store/dynamo)
 // and passes the same conformance suite (package store/storetest): the same
@@ -14,7 +15,7 @@
 // returns its result even if the context ended meanwhile (the write
 // happened; an error would lie).
 //
-// Layout: one bucket, "items"; the bbolt key of an item is the 4-byte
+// Layout: one bucket, "items" (in memory: one sorted map); the bbolt key of an item is the 4-byte
 // big-endian length of its PK, the PK, then the SK, so the items of one
 // partition are contiguous and in SK byte order, exactly as in DynamoDB. The
 // value is a small JSON document (version, ttl, numbers, strings, data).
@@ -41,10 +42,10 @@ var bucketName = []byte("items")
 // defaultQueryBatch is how many entries Query reads per read transaction.
 const defaultQueryBatch = 256
 
-// Store is the embedded backend. Create it with [Open]; it is safe for
-// concurrent use. Close it to release the file.
+// Store is the embedded backend. Create it with [Open] (a file) or
+// [OpenMemory]; it is safe for concurrent use. Close it to release the file.
 type Store struct {
-	db       *bolt.DB
+	sp       space
 	now      func() time.Time
 	batch    int
 	tmpPath  string        // removed on Close when Open was given no path
@@ -57,46 +58,12 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Option configures [Open].
-type Option func(*Store)
-
-// WithClock sets the clock used for expiry decisions (nil: time.Now). Tests
-// use it to move time instead of sleeping.
-func WithClock(now func() time.Time) Option {
-	return func(s *Store) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
-// WithQueryBatch sets how many entries Query reads per read transaction
-// (default 256). Tests use a small value to exercise pagination.
-func WithQueryBatch(n int) Option {
-	return func(s *Store) {
-		if n > 0 {
-			s.batch = n
-		}
-	}
-}
-
-// WithNoSync skips the fsync after each commit. A committed write then
-// survives a crash of the process (it is in the OS page cache) but not a
-// crash of the machine. The local gateway uses it: an fsync per request was
-// the largest single cost of a local request (see docs/bench).
-func WithNoSync() Option {
-	return func(s *Store) { s.noSync = true }
-}
-
 // Open opens (creating if needed) the store file at path. An empty path
 // means a new temporary file, removed on Close, written without fsync (its
 // contents do not outlive the process anyway): use it for tests and the
 // default local run.
 func Open(path string, opts ...Option) (*Store, error) {
-	s := &Store{now: time.Now, batch: defaultQueryBatch, writeSem: make(chan struct{}, 1)}
-	for _, o := range opts {
-		o(s)
-	}
+	s := newStore(opts)
 	bopts := &bolt.Options{Timeout: 2 * time.Second, NoSync: s.noSync} // Timeout: fail instead of hanging on a file locked by another process
 	if path == "" {
 		f, err := os.CreateTemp("", "llmgw-store-*.db")
@@ -129,15 +96,24 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("embedded: init %s: %w", path, err)
 	}
-	s.db = db
+	s.sp = boltSpace{db}
 	return s, nil
 }
 
-// Close closes the file (and removes it if it was temporary). Calls after
-// Close fail.
+// newStore returns a Store with opts applied and no space yet.
+func newStore(opts []Option) *Store {
+	s := &Store{now: time.Now, batch: defaultQueryBatch, writeSem: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Close closes the file (and removes it if it was temporary), or drops a
+// memory store's contents. Calls after Close fail.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = s.db.Close()
+		s.closeErr = s.sp.close()
 		if s.tmpPath != "" {
 			if err := os.Remove(s.tmpPath); err != nil && s.closeErr == nil {
 				s.closeErr = err
@@ -182,8 +158,8 @@ func prefix(pk string) []byte {
 func dbKey(k store.Key) []byte { return append(prefix(k.PK), k.SK...) }
 
 // load decodes the record stored under k, or returns nil. The result does
-// not alias bbolt memory (json.Unmarshal copies).
-func load(b *bolt.Bucket, k []byte) (*record, error) {
+// not alias the space's memory (json.Unmarshal copies).
+func load(b bucket, k []byte) (*record, error) {
 	v := b.Get(k)
 	if v == nil {
 		return nil, nil
@@ -195,7 +171,7 @@ func load(b *bolt.Bucket, k []byte) (*record, error) {
 	return &r, nil
 }
 
-func save(b *bolt.Bucket, k []byte, r *record) error {
+func save(b bucket, k []byte, r *record) error {
 	v, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode record: %w", err)
@@ -205,7 +181,7 @@ func save(b *bolt.Bucket, k []byte, r *record) error {
 
 // write runs fn in a read-write transaction, waiting for the writer slot in
 // a context-aware way.
-func (s *Store) write(ctx context.Context, fn func(b *bolt.Bucket, now time.Time) error) error {
+func (s *Store) write(ctx context.Context, fn func(b bucket, now time.Time) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -218,9 +194,7 @@ func (s *Store) write(ctx context.Context, fn func(b *bolt.Bucket, now time.Time
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return fn(tx.Bucket(bucketName), s.now())
-	})
+	return s.sp.update(func(b bucket) error { return fn(b, s.now()) })
 }
 
 // Get implements store.Getter.
@@ -232,9 +206,9 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, bool, error) 
 		return store.Item{}, false, fmt.Errorf("embedded: get %v: %w", k, err)
 	}
 	var r *record
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.sp.view(func(b bucket) error {
 		var err error
-		r, err = load(tx.Bucket(bucketName), dbKey(k))
+		r, err = load(b, dbKey(k))
 		return err
 	})
 	if err == nil {
@@ -264,7 +238,7 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Cond) (store.Ite
 		Data: bytes.Clone(it.Data),
 	}
 	k := dbKey(it.Key)
-	err := s.write(ctx, func(b *bolt.Bucket, now time.Time) error {
+	err := s.write(ctx, func(b bucket, now time.Time) error {
 		old, err := load(b, k)
 		if err != nil {
 			return err
@@ -302,7 +276,7 @@ func (s *Store) Add(ctx context.Context, key store.Key, deltas map[string]float6
 	}
 	k := dbKey(key)
 	var nr *record
-	err := s.write(ctx, func(b *bolt.Bucket, now time.Time) error {
+	err := s.write(ctx, func(b bucket, now time.Time) error {
 		old, err := load(b, k)
 		if err != nil {
 			return err
@@ -348,7 +322,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key, c store.Cond) error {
 		return fmt.Errorf("embedded: delete %v: %w", key, err)
 	}
 	k := dbKey(key)
-	err := s.write(ctx, func(b *bolt.Bucket, now time.Time) error {
+	err := s.write(ctx, func(b bucket, now time.Time) error {
 		if c.Kind == store.CondIfVersion {
 			old, err := load(b, k)
 			if err != nil {
@@ -389,8 +363,8 @@ func (s *Store) Query(ctx context.Context, pk, skFrom, skTo string, fn func(stor
 		batch = batch[:0]
 		var next []byte // where the next batch starts; nil: partition done
 		now := s.now()
-		err := s.db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketName).Cursor()
+		err := s.sp.view(func(b bucket) error {
+			c := b.cursor()
 			scanned := 0
 			for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, pre); k, v = c.Next() {
 				sk := string(k[len(pre):])

@@ -25,6 +25,12 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
+func TestConformanceMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return embedded.OpenMemory(embedded.WithClock(storetest.Now(t)), embedded.WithQueryBatch(17))
+	})
+}
+
 func BenchmarkEmbedded(b *testing.B) {
 	storetest.Benchmark(b, func(b *testing.B) store.Store {
 		s, err := embedded.Open("")

@@ -58,3 +58,36 @@ func TestWriteWaitHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A memory transaction that fails leaves nothing behind: new keys vanish,
+// overwritten and deleted keys get their old values back.
+func TestMemoryUpdateRollsBack(t *testing.T) {
+	m := &memSpace{vals: map[string][]byte{}}
+	if err := m.update(func(b bucket) error { return b.Put([]byte("keep"), []byte("old")) }); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := m.update(func(b bucket) error {
+		b.Put([]byte("new"), []byte("x"))
+		b.Put([]byte("keep"), []byte("changed"))
+		b.Delete([]byte("keep"))
+		b.Put([]byte("keep"), []byte("again"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("update = %v, want the function's error", err)
+	}
+	if len(m.keys) != 1 || m.keys[0] != "keep" || string(m.vals["keep"]) != "old" || m.vals["new"] != nil {
+		t.Fatalf("after rollback: keys %q, vals %q", m.keys, m.vals)
+	}
+}
+
+func TestMemoryClosed(t *testing.T) {
+	s := OpenMemory()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(context.Background(), store.Key{PK: "a", SK: "b"}, map[string]float64{"n": 1}, store.AddOptions{}); err == nil {
+		t.Fatal("Add after Close succeeded")
+	}
+}

@@ -1,4 +1,4 @@
-package sharedstate
+package keyledger
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 )
 
 // dimension is one rate limit a provider reports headroom for.
@@ -68,7 +68,7 @@ func parseHeadroom(h http.Header, now time.Time) (hr headroom, ok bool) {
 			if err != nil || rem < 0 {
 				continue
 			}
-			hr[d] = limit{known: true, remaining: rem, reset: parseReset(h.Get(n.reset), now)}
+			hr[d] = limit{known: true, remaining: rem, reset: retryafter.Reset(h.Get(n.reset), now)}
 			ok = true
 			break
 		}
@@ -76,30 +76,11 @@ func parseHeadroom(h http.Header, now time.Time) (hr headroom, ok bool) {
 	return hr, ok
 }
 
-// parseReset reads a reset header: a Go-style duration ("1s", "6m0s",
-// "20ms"), a number of seconds, or an RFC 3339 time.
-func parseReset(v string, now time.Time) time.Time {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}
-	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(d)
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return now.Add(time.Duration(s * float64(time.Second)))
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t
-	}
-	return time.Time{}
-}
-
-// retryDelay is how long a 429 asks to wait: Retry-After (and the other
-// hints keys.RetryAfter reads), else the reset of an exhausted dimension,
+// cooldown is how long a 429 asks to wait: Retry-After (and the other
+// hints retryafter.Parse reads), else the reset of an exhausted dimension,
 // else the latest reset reported; 0 if the response says nothing.
-func retryDelay(h http.Header, now time.Time) time.Duration {
-	if d := keys.RetryAfter(h, now); d > 0 {
+func cooldown(h http.Header, now time.Time) time.Duration {
+	if d := retryafter.Parse(h, now); d > 0 {
 		return d
 	}
 	hr, _ := parseHeadroom(h, now)

@@ -1,4 +1,4 @@
-package sharedstate
+package breaker_test
 
 import (
 	"context"
@@ -14,18 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
 )
 
 // End-to-end: two gateway handlers (two "instances") over ONE store, each
-// with its own shared breaker and key ledger, in front of scripted
+// with its own breaker and key ledger, in front of scripted
 // OpenAI-compatible upstreams.
 func TestEndToEnd(t *testing.T) {
-	runScenarios(t, []scenario{
-		{"TripOnOneInstanceSkipsDeadPrimaryOnTheOther", testE2EBreaker},
-		{"RateLimitedKeyMovesBothInstancesToNextKey", testE2EKeys},
+	storetest.RunBackends(t, []storetest.Scenario{
+		{Name: "TripOnOneInstanceSkipsDeadPrimaryOnTheOther", Fn: testE2EBreaker},
+		{Name: "RateLimitedKeyMovesBothInstancesToNextKey", Fn: testE2EKeys},
 	})
 }
 
@@ -87,25 +90,23 @@ func resolveTestKey(_ context.Context, ref config.KeyRef) (string, bool, error) 
 	return s, ok, nil
 }
 
-// instance is one gateway instance: the real handler with a shared breaker
-// and ledger, served on loopback.
+// instance is one gateway instance: the real handler with its own breaker
+// and ledger over the scenario's store, served on loopback.
 type instance struct {
 	*httptest.Server
-	br   *SharedBreaker
-	kl   *Ledger
-	logs *logSink
+	br   *breaker.Breaker
+	kl   *keyledger.Ledger
+	logs *testkit.SyncBuffer
 }
 
-func (e *env) newInstance(t *testing.T, cfg *config.Config) *instance {
+func newInstance(t *testing.T, e *storetest.Env, cfg *config.Config) *instance {
 	t.Helper()
-	logs := &logSink{}
+	logs := &testkit.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	br := e.newBreaker(e.st, cfg.Breaker, BreakerOptions{Logger: log})
-	ks, err := ResolveKeys(context.Background(), cfg, resolveTestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kl := e.newLedger(e.st, ks, LedgerOptions{Logger: log})
+	br := breaker.New(e.Store, cfg.Breaker, breaker.Options{Now: e.Now, StoreTimeout: generous, Logger: log})
+	t.Cleanup(br.Wait)
+	kl := keyledger.New(e.Store, keyledger.Options{Now: e.Now, StoreTimeout: generous, Logger: log})
+	t.Cleanup(kl.Wait)
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: log, Breakers: br, Keys: kl, ResolveKey: resolveTestKey,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, // never wait on backoff
@@ -131,7 +132,7 @@ func (in *instance) chat(t *testing.T) (int, string) {
 	io.Copy(io.Discard, resp.Body)
 	// Background store work after the request (flushes, writes) lands
 	// before the test looks at another instance.
-	in.br.bg.Wait()
+	in.br.Wait()
 	in.kl.Wait()
 	return resp.StatusCode, resp.Header.Get("x-gateway-provider")
 }
@@ -200,10 +201,10 @@ routes:
 	return cfg
 }
 
-func testE2EBreaker(t *testing.T, e *env) {
+func testE2EBreaker(t *testing.T, e *storetest.Env) {
 	primary, secondary := newFakeUpstream(t), newFakeUpstream(t)
 	cfg := e2eConfig(t, primary.URL, secondary.URL, "breaker: {consecutive_failures: 2, cooldown: 30s}")
-	a, b := e.newInstance(t, cfg), e.newInstance(t, cfg)
+	a, b := newInstance(t, e, cfg), newInstance(t, e, cfg)
 	for name, in := range map[string]*instance{"A": a, "B": b} {
 		if st, prov := in.chat(t); st != 200 || prov != "primary" {
 			t.Fatalf("%s warm-up: %d from %q", name, st, prov)
@@ -223,7 +224,7 @@ func testE2EBreaker(t *testing.T, e *env) {
 
 	// One cache period later, B's next request goes straight to the
 	// secondary: the primary is not touched.
-	e.advance(b.br.opt.CacheTTL)
+	e.Advance(breaker.DefaultCacheTTL)
 	if st, prov := b.chat(t); st != 200 || prov != "secondary" {
 		t.Fatalf("B: %d from %q", st, prov)
 	}
@@ -233,7 +234,7 @@ func testE2EBreaker(t *testing.T, e *env) {
 	if state, _ := b.health(t, "primary/up-primary"); state != "open" {
 		t.Fatalf("B's /healthz shows the primary's breaker %q, want open", state)
 	}
-	if n := a.logs.count(`"msg":"breaker"`); n != 1 || b.logs.count(`"to":"open"`) != 1 {
+	if n := a.logs.Count(`"msg":"breaker"`); n != 1 || b.logs.Count(`"to":"open"`) != 1 {
 		t.Fatalf("want one transition line on each instance:\nA:\n%s\nB:\n%s", a.logs, b.logs)
 	}
 	if st, prov := a.chat(t); st != 200 || prov != "secondary" || primary.hits.Load() != hits {
@@ -241,10 +242,10 @@ func testE2EBreaker(t *testing.T, e *env) {
 	}
 }
 
-func testE2EKeys(t *testing.T, e *env) {
+func testE2EKeys(t *testing.T, e *storetest.Env) {
 	primary, secondary := newFakeUpstream(t), newFakeUpstream(t)
 	cfg := e2eConfig(t, primary.URL, secondary.URL, "")
-	a, b := e.newInstance(t, cfg), e.newInstance(t, cfg)
+	a, b := newInstance(t, e, cfg), newInstance(t, e, cfg)
 	const one, two = "Bearer sk-e2e-one", "Bearer sk-e2e-two"
 	for name, in := range map[string]*instance{"A": a, "B": b} {
 		if st, prov := in.chat(t); st != 200 || prov != "primary" {
@@ -270,7 +271,7 @@ func testE2EKeys(t *testing.T, e *env) {
 		t.Fatalf("A should have tried key 1 once and moved to key 2: %v", primary.byAuth)
 	}
 
-	e.advance(b.kl.opt.CacheTTL)
+	e.Advance(keyledger.DefaultCacheTTL)
 	for name, in := range map[string]*instance{"A": a, "B": b} {
 		if st, prov := in.chat(t); st != 200 || prov != "primary" {
 			t.Fatalf("%s: %d from %q", name, st, prov)
@@ -285,7 +286,7 @@ func testE2EKeys(t *testing.T, e *env) {
 
 	// After the reset, key 1 is first again on both.
 	primary.set(func(w http.ResponseWriter, _ string) { completion(w, "hello") })
-	e.advance(30 * time.Second)
+	e.Advance(30 * time.Second)
 	for name, in := range map[string]*instance{"A": a, "B": b} {
 		if st, _ := in.chat(t); st != 200 {
 			t.Fatalf("%s after the reset: %d", name, st)
@@ -297,4 +298,4 @@ func testE2EKeys(t *testing.T, e *env) {
 }
 
 // key returns the fingerprint of an Authorization header's key.
-func key(auth string) string { return keys.Fingerprint(strings.TrimPrefix(auth, "Bearer ")) }
+func key(auth string) string { return keyledger.Fingerprint(strings.TrimPrefix(auth, "Bearer ")) }

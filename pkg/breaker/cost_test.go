@@ -1,4 +1,4 @@
-package sharedstate
+package breaker_test
 
 import (
 	"errors"
@@ -8,10 +8,57 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/store/storetest"
 )
+
+// What the breaker and the key ledger cost in store calls, driven the way
+// pkg/failover drives them (docs/state-model.md, "Expected store calls").
+
+// testSettings are breaker settings for tests.
+func testSettings() config.BreakerSettings {
+	return config.BreakerSettings{
+		Window: config.Duration(time.Minute), MinRequests: 10, FailureRate: 0.5, ConsecutiveFailures: 3,
+		Cooldown: config.Duration(30 * time.Second), MaxCooldown: config.Duration(2 * time.Minute), HalfOpenProbes: 1,
+	}
+}
+
+// generous is the store timeout of these tests: they are not about
+// timeouts, and the emulator shares two cores with the race detector.
+const generous = 20 * time.Second
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func twoKeys() map[string][]keyledger.Key {
+	return map[string][]keyledger.Key{"openai": {keyledger.NewKey("sk-test-two", 1), keyledger.NewKey("sk-test-one", 0)}}
+}
+
+// newBreaker returns one instance's breaker on st with the scenario's
+// clock.
+func newBreaker(e *storetest.Env, st breaker.Store, opt breaker.Options) *breaker.Breaker {
+	opt.Now, opt.StoreTimeout = e.Now, generous
+	b := breaker.New(st, testSettings(), opt)
+	e.T.Cleanup(b.Wait)
+	return b
+}
+
+// run makes one attempt through Allow and reports o, then waits for the
+// background store work it started.
+func run(b *breaker.Breaker, target string, o breaker.Outcome) {
+	if done, err := b.Allow(target, ""); err == nil {
+		done(o)
+	}
+	b.Wait()
+}
 
 // The cost model: one gateway instance serving requestRate requests per
 // second on one route, measured on a simulated clock so the numbers do not
@@ -28,18 +75,20 @@ var okHeaders = hdr("x-ratelimit-remaining-requests", "4999", "x-ratelimit-reset
 // gatewayState is one instance's breaker and ledger, each over its own
 // counting view of one store.
 type gatewayState struct {
-	bcs, lcs *countingStore
-	br       *SharedBreaker
-	kl       *Ledger
+	bcs, lcs *storetest.Counting
+	br       *breaker.Breaker
+	kl       *keyledger.Ledger
 }
 
 func newGatewayState(st store.Store, now func() time.Time) *gatewayState {
-	bcs, lcs := &countingStore{Store: st}, &countingStore{Store: st}
-	return &gatewayState{
+	bcs, lcs := &storetest.Counting{Store: st}, &storetest.Counting{Store: st}
+	g := &gatewayState{
 		bcs: bcs, lcs: lcs,
-		br: NewBreaker(bcs, testSettings(), BreakerOptions{Now: now, StoreTimeout: generous}),
-		kl: NewLedger(lcs, twoKeys(), LedgerOptions{Now: now, StoreTimeout: generous}),
+		br: breaker.New(bcs, testSettings(), breaker.Options{Now: now, StoreTimeout: generous}),
+		kl: keyledger.New(lcs, keyledger.Options{Now: now, StoreTimeout: generous}),
 	}
+	g.kl.SetKeys(twoKeys())
+	return g
 }
 
 // calls is the store calls made so far: breaker reads and writes, ledger
@@ -47,8 +96,8 @@ func newGatewayState(st store.Store, now func() time.Time) *gatewayState {
 type calls struct{ br, bw, lr, lw int64 }
 
 func (g *gatewayState) calls() calls {
-	br, bw := g.bcs.snapshot()
-	lr, lw := g.lcs.snapshot()
+	br, bw := g.bcs.Counts()
+	lr, lw := g.lcs.Counts()
 	return calls{br, bw, lr, lw}
 }
 
@@ -94,7 +143,7 @@ func (g *gatewayState) request(primaryUp bool) {
 }
 
 func (g *gatewayState) settle() {
-	g.br.bg.Wait()
+	g.br.Wait()
 	g.kl.Wait()
 }
 
@@ -116,11 +165,11 @@ func measure(g *gatewayState, advance func(time.Duration), warmup, n int, primar
 }
 
 func TestStoreCallsPerRequest(t *testing.T) {
-	runScenarios(t, []scenario{
-		{"HappyPath", func(t *testing.T, e *env) {
-			g := newGatewayState(e.st, e.now)
+	storetest.RunBackends(t, []storetest.Scenario{
+		{Name: "HappyPath", Fn: func(t *testing.T, e *storetest.Env) {
+			g := newGatewayState(e.Store, e.Now)
 			t.Cleanup(g.settle)
-			p := measure(g, e.advance, 10, 1000, true)
+			p := measure(g, e.Advance, 10, 1000, true)
 			t.Logf("happy path, %d req/s: %v", requestRate, p)
 			if p.writes > 0.05 || p.reads > 0.05 {
 				t.Errorf("happy path: %v; want <= 0.05 reads and writes", p)
@@ -129,21 +178,19 @@ func TestStoreCallsPerRequest(t *testing.T) {
 				t.Errorf("happy path: %v; want no breaker reads and no ledger writes", p)
 			}
 		}},
-		{"BreakerHappyPathNeedsNoReads", func(t *testing.T, e *env) {
-			cs := &countingStore{Store: e.st}
-			br := e.newBreaker(cs, testSettings(), BreakerOptions{})
+		{Name: "BreakerHappyPathNeedsNoReads", Fn: func(t *testing.T, e *storetest.Env) {
+			cs := &storetest.Counting{Store: e.Store}
+			br := newBreaker(e, cs, breaker.Options{})
 			for i := 0; i < 10; i++ { // warm-up: the first read
-				e.advance(step)
+				e.Advance(step)
 				run(br, "openai/primary", breaker.Success)
-				settle(br)
 			}
-			r0, w0 := cs.snapshot()
+			r0, w0 := cs.Counts()
 			for i := 0; i < 1000; i++ {
-				e.advance(step)
+				e.Advance(step)
 				run(br, "openai/primary", breaker.Success)
-				settle(br)
 			}
-			r, w := cs.snapshot()
+			r, w := cs.Counts()
 			t.Logf("breaker alone, 1000 requests over %v: %d reads, %d writes", 1000*step, r-r0, w-w0)
 			if r != r0 {
 				t.Errorf("%d reads after warm-up on the happy path, want 0", r-r0)
@@ -152,25 +199,24 @@ func TestStoreCallsPerRequest(t *testing.T) {
 				t.Errorf("%d writes in %v: more than one flush per second", w-w0, 1000*step)
 			}
 		}},
-		{"FlushIntervalBoundsWritesWhateverTheCacheTTL", func(t *testing.T, e *env) {
-			cs := &countingStore{Store: e.st}
-			br := e.newBreaker(cs, testSettings(), BreakerOptions{CacheTTL: 500 * time.Millisecond, FlushInterval: 2 * time.Second})
-			_, w0 := cs.snapshot()
+		{Name: "FlushIntervalBoundsWritesWhateverTheCacheTTL", Fn: func(t *testing.T, e *storetest.Env) {
+			cs := &storetest.Counting{Store: e.Store}
+			br := newBreaker(e, cs, breaker.Options{CacheTTL: 500 * time.Millisecond, FlushInterval: 2 * time.Second})
+			_, w0 := cs.Counts()
 			for i := 0; i < 1000; i++ { // 20s
-				e.advance(step)
+				e.Advance(step)
 				run(br, "openai/primary", breaker.Success)
-				settle(br)
 			}
-			if _, w := cs.snapshot(); w-w0 > 11 {
+			if _, w := cs.Counts(); w-w0 > 11 {
 				t.Errorf("%d writes in 20s with a 2s flush interval", w-w0)
 			}
 		}},
-		{"Failover", func(t *testing.T, e *env) {
-			g := newGatewayState(e.st, e.now)
+		{Name: "Failover", Fn: func(t *testing.T, e *storetest.Env) {
+			g := newGatewayState(e.Store, e.Now)
 			t.Cleanup(g.settle)
 			// 2000 requests = 40s: the trip, the open period, one failed
 			// probe after the 30s cooldown and the reopen.
-			p := measure(g, e.advance, 0, 2000, false)
+			p := measure(g, e.Advance, 0, 2000, false)
 			t.Logf("failover (primary down), %d req/s: %v", requestRate, p)
 			if s := g.br.Snapshot("openai/primary"); s.State != breaker.Open {
 				t.Fatalf("primary not open: %+v", s)
@@ -192,10 +238,7 @@ func BenchmarkStoreCallsPerRequest(b *testing.B) {
 	}{{"happy", true}, {"failover", false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			clk := storetest.ClockOf(b)
-			st, err := embedded.Open("", embedded.WithClock(clk.Now))
-			if err != nil {
-				b.Fatal(err)
-			}
+			st := embedded.OpenMemory(embedded.WithClock(clk.Now))
 			defer st.Close()
 			g := newGatewayState(st, clk.Now)
 			defer g.settle()
@@ -227,13 +270,10 @@ func BenchmarkStoreCallsPerRequest(b *testing.B) {
 
 // BenchmarkAllowDone is the hot path's CPU cost (cache hit, no store call).
 func BenchmarkAllowDone(b *testing.B) {
-	st, err := embedded.Open("")
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := embedded.OpenMemory()
 	defer st.Close()
-	br := NewBreaker(st, testSettings(), BreakerOptions{})
-	defer br.bg.Wait()
+	br := breaker.New(st, testSettings(), breaker.Options{})
+	defer br.Wait()
 	b.ReportAllocs()
 	for b.Loop() {
 		done, err := br.Allow("p/m", "")

@@ -1,42 +1,54 @@
-package sharedstate
+package keyledger
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/keys"
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
 )
 
 func TestLedger(t *testing.T) {
-	runScenarios(t, []scenario{
-		{"RateLimitMovesBothInstancesToNextKey", testRateLimitMovesToNextKey},
-		{"AuthFailureDisablesKeyEverywhereUntilRotation", testAuthFailureDisables},
-		{"HeadroomHeadersSteerPicks", testHeadroomSteers},
-		{"OrdinaryResponsesDoNotWrite", testOrdinaryResponsesDoNotWrite},
-		{"NoUsableKeySkipsTarget", testNoUsableKey},
+	storetest.RunBackends(t, []storetest.Scenario{
+		{Name: "RateLimitMovesBothInstancesToNextKey", Fn: testRateLimitMovesToNextKey},
+		{Name: "AuthFailureDisablesKeyEverywhereUntilRotation", Fn: testAuthFailureDisables},
+		{Name: "HeadroomHeadersSteerPicks", Fn: testHeadroomSteers},
+		{Name: "OrdinaryResponsesDoNotWrite", Fn: testOrdinaryResponsesDoNotWrite},
+		{Name: "NoUsableKeySkipsTarget", Fn: testNoUsableKey},
 	})
 }
 
 var (
-	key1 = keys.New("sk-test-one", 0)
-	key2 = keys.New("sk-test-two", 1)
+	key1 = NewKey("sk-test-one", 0)
+	key2 = NewKey("sk-test-two", 1)
 )
 
-func twoKeys() map[string][]keys.Key {
-	return map[string][]keys.Key{"openai": {key2, key1}} // out of order on purpose
+func twoKeys() map[string][]Key {
+	return map[string][]Key{"openai": {key2, key1}} // out of order on purpose
 }
 
-func (e *env) newLedger(st LedgerStore, ks map[string][]keys.Key, opt LedgerOptions) *Ledger {
-	opt.Now = e.now
+// generous is the store timeout of functional tests: the emulator shares
+// two cores with the race detector, and these tests are not about
+// timeouts (the outage tests inject their own).
+const generous = 20 * time.Second
+
+// newLedger returns one instance's ledger on st with the scenario's clock
+// and the keys ks.
+func newLedger(e *storetest.Env, st Store, ks map[string][]Key, opt Options) *Ledger {
+	opt.Now = e.Now
 	if opt.StoreTimeout == 0 {
 		opt.StoreTimeout = generous
 	}
-	l := NewLedger(st, ks, opt)
-	e.t.Cleanup(l.Wait)
+	l := New(st, opt)
+	l.SetKeys(ks)
+	e.T.Cleanup(l.Wait)
 	return l
 }
+
+func logger(w *testkit.SyncBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
 
 func hdr(kv ...string) http.Header {
 	h := http.Header{}
@@ -47,7 +59,7 @@ func hdr(kv ...string) http.Header {
 }
 
 // wantPick fails unless l picks want for the model.
-func wantPick(t *testing.T, who string, l *Ledger, model string, want keys.Key) {
+func wantPick(t *testing.T, who string, l *Ledger, model string, want Key) {
 	t.Helper()
 	got, ok := l.Pick("openai", model)
 	if !ok || got.Fingerprint != want.Fingerprint || got.Secret != want.Secret {
@@ -55,9 +67,9 @@ func wantPick(t *testing.T, who string, l *Ledger, model string, want keys.Key) 
 	}
 }
 
-func testRateLimitMovesToNextKey(t *testing.T, e *env) {
-	a := e.newLedger(e.st, twoKeys(), LedgerOptions{})
-	b := e.newLedger(e.st, twoKeys(), LedgerOptions{})
+func testRateLimitMovesToNextKey(t *testing.T, e *storetest.Env) {
+	a := newLedger(e, e.Store, twoKeys(), Options{})
+	b := newLedger(e, e.Store, twoKeys(), Options{})
 	wantPick(t, "A", a, "gpt-4.1", key1)
 	wantPick(t, "B", b, "gpt-4.1", key1)
 
@@ -65,41 +77,41 @@ func testRateLimitMovesToNextKey(t *testing.T, e *env) {
 	wantPick(t, "A (at once)", a, "gpt-4.1", key2)
 	wantPick(t, "A (other model)", a, "gpt-4.0", key1)
 	a.Wait()
-	e.advance(b.opt.CacheTTL)
+	e.Advance(b.opt.CacheTTL)
 	wantPick(t, "B (one cache period later)", b, "gpt-4.1", key2)
-	st := b.KeyStatuses("openai", "gpt-4.1")
+	st := b.Statuses("openai", "gpt-4.1")
 	if len(st) != 2 || st[0].Fingerprint != key1.Fingerprint || st[0].Available || st[0].Reason != "rate_limited" ||
 		st[0].UnavailableUntil.IsZero() || !st[1].Available {
 		t.Fatalf("B's statuses = %+v", st)
 	}
 	// After the reset key 1 is back everywhere.
-	e.advance(30 * time.Second)
+	e.Advance(30 * time.Second)
 	wantPick(t, "A (after reset)", a, "gpt-4.1", key1)
 	wantPick(t, "B (after reset)", b, "gpt-4.1", key1)
 
 	// A long Retry-After is capped.
 	a.Observe("openai", "gpt-4.1", key1, http.StatusTooManyRequests, hdr("Retry-After", "3600"))
-	if s := a.KeyStatuses("openai", "gpt-4.1")[0]; s.UnavailableUntil.Sub(e.now()) > DefaultMaxCooldown {
+	if s := a.Statuses("openai", "gpt-4.1")[0]; s.UnavailableUntil.Sub(e.Now()) > DefaultMaxCooldown {
 		t.Fatalf("Retry-After 3600 set the key aside until %v, more than the cap", s.UnavailableUntil)
 	}
 	// A 429 with no hint at all uses the default cooldown.
 	a.Observe("openai", "gpt-4.1", key2, http.StatusTooManyRequests, nil)
-	if s := a.KeyStatuses("openai", "gpt-4.1")[1]; s.UnavailableUntil.Sub(e.now()) != DefaultCooldown {
-		t.Fatalf("hintless 429: unavailable for %v, want %v", s.UnavailableUntil.Sub(e.now()), DefaultCooldown)
+	if s := a.Statuses("openai", "gpt-4.1")[1]; s.UnavailableUntil.Sub(e.Now()) != DefaultCooldown {
+		t.Fatalf("hintless 429: unavailable for %v, want %v", s.UnavailableUntil.Sub(e.Now()), DefaultCooldown)
 	}
 }
 
-func testAuthFailureDisables(t *testing.T, e *env) {
-	logs := &logSink{}
-	a := e.newLedger(e.st, twoKeys(), LedgerOptions{Logger: logs.logger()})
-	b := e.newLedger(e.st, twoKeys(), LedgerOptions{})
+func testAuthFailureDisables(t *testing.T, e *storetest.Env) {
+	logs := &testkit.SyncBuffer{}
+	a := newLedger(e, e.Store, twoKeys(), Options{Logger: logger(logs)})
+	b := newLedger(e, e.Store, twoKeys(), Options{})
 	wantPick(t, "B", b, "m1", key1)
 
 	a.Observe("openai", "m1", key1, http.StatusUnauthorized, nil)
 	wantPick(t, "A m1", a, "m1", key2)
 	wantPick(t, "A m2", a, "m2", key2) // a key is disabled for every model
 	a.Wait()
-	e.advance(b.opt.CacheTTL)
+	e.Advance(b.opt.CacheTTL)
 	wantPick(t, "B m1", b, "m1", key2)
 	wantPick(t, "B m2", b, "m2", key2)
 	if s := b.Statuses("openai", "m2"); !s[0].Disabled || s[0].Available {
@@ -109,20 +121,20 @@ func testAuthFailureDisables(t *testing.T, e *env) {
 	if !strings.Contains(logs.String(), key1.Fingerprint) || strings.Contains(logs.String(), key1.Secret) {
 		t.Fatalf("log lines must name the key by fingerprint only:\n%s", logs)
 	}
-	if n := logs.count(`"to":"disabled"`); n != 1 {
+	if n := logs.Count(`"to":"disabled"`); n != 1 {
 		t.Fatalf("%d 'disabled' log lines, want 1:\n%s", n, logs)
 	}
 	// Rotation: a new secret is a new key, usable at once on both.
-	rotated := keys.New("sk-test-one-rotated", 0)
+	rotated := NewKey("sk-test-one-rotated", 0)
 	for _, l := range []*Ledger{a, b} {
-		l.SetKeys(map[string][]keys.Key{"openai": {rotated, key2}})
+		l.SetKeys(map[string][]Key{"openai": {rotated, key2}})
 		wantPick(t, "after rotation", l, "m1", rotated)
 	}
 }
 
-func testHeadroomSteers(t *testing.T, e *env) {
-	a := e.newLedger(e.st, twoKeys(), LedgerOptions{})
-	b := e.newLedger(e.st, twoKeys(), LedgerOptions{})
+func testHeadroomSteers(t *testing.T, e *storetest.Env) {
+	a := newLedger(e, e.Store, twoKeys(), Options{})
+	b := newLedger(e, e.Store, twoKeys(), Options{})
 	wantPick(t, "B", b, "gpt", key1)
 
 	// OpenAI: no requests left for 20s.
@@ -131,23 +143,23 @@ func testHeadroomSteers(t *testing.T, e *env) {
 		"x-ratelimit-remaining-tokens", "150000", "x-ratelimit-reset-tokens", "6m0s"))
 	wantPick(t, "A", a, "gpt", key2)
 	a.Wait()
-	e.advance(b.opt.CacheTTL)
+	e.Advance(b.opt.CacheTTL)
 	wantPick(t, "B", b, "gpt", key2)
-	if s := b.KeyStatuses("openai", "gpt")[0]; s.Reason != "low_headroom" || len(s.Headroom) != 2 || s.Headroom[0].Remaining != 0 {
+	if s := b.Statuses("openai", "gpt")[0]; s.Reason != "low_headroom" || len(s.Headroom) != 2 || s.Headroom[0].Remaining != 0 {
 		t.Fatalf("B's status = %+v", s)
 	}
-	e.advance(20 * time.Second)
+	e.Advance(20 * time.Second)
 	wantPick(t, "A after the reset", a, "gpt", key1)
 	wantPick(t, "B after the reset", b, "gpt", key1)
 
 	// Anthropic: output tokens nearly gone until an RFC 3339 reset.
-	reset := e.now().Add(15 * time.Second).UTC().Format(time.RFC3339)
+	reset := e.Now().Add(15 * time.Second).UTC().Format(time.RFC3339)
 	a.Observe("openai", "claude", key1, http.StatusOK, hdr(
 		"anthropic-ratelimit-requests-remaining", "900", "anthropic-ratelimit-requests-reset", reset,
 		"anthropic-ratelimit-output-tokens-remaining", "12", "anthropic-ratelimit-output-tokens-reset", reset))
 	wantPick(t, "A", a, "claude", key2)
 	a.Wait()
-	e.advance(b.opt.CacheTTL)
+	e.Advance(b.opt.CacheTTL)
 	wantPick(t, "B", b, "claude", key2)
 	// Fresh headers with headroom on key 1 (say, from a request already in
 	// flight) make it the first choice again, and are written.
@@ -155,31 +167,31 @@ func testHeadroomSteers(t *testing.T, e *env) {
 		"anthropic-ratelimit-requests-remaining", "899", "anthropic-ratelimit-output-tokens-remaining", "80000"))
 	wantPick(t, "A", a, "claude", key1)
 	a.Wait()
-	e.advance(b.opt.CacheTTL)
+	e.Advance(b.opt.CacheTTL)
 	wantPick(t, "B", b, "claude", key1)
 }
 
-func testOrdinaryResponsesDoNotWrite(t *testing.T, e *env) {
-	cs := &countingStore{Store: e.st}
-	a := e.newLedger(cs, twoKeys(), LedgerOptions{})
+func testOrdinaryResponsesDoNotWrite(t *testing.T, e *storetest.Env) {
+	cs := &storetest.Counting{Store: e.Store}
+	a := newLedger(e, cs, twoKeys(), Options{})
 	wantPick(t, "A", a, "gpt", key1)
 	a.Wait()
-	_, w0 := cs.snapshot()
+	_, w0 := cs.Counts()
 	for i := 0; i < 500; i++ {
-		e.advance(10 * time.Millisecond)
+		e.Advance(10 * time.Millisecond)
 		k, _ := a.Pick("openai", "gpt")
 		a.Observe("openai", "gpt", k, http.StatusOK, hdr(
 			"x-ratelimit-remaining-requests", "4999", "x-ratelimit-remaining-tokens", "1999000"))
 		a.Observe("openai", "gpt", k, http.StatusInternalServerError, nil)
 	}
 	a.Wait()
-	if _, w := cs.snapshot(); w != w0 {
+	if _, w := cs.Counts(); w != w0 {
 		t.Fatalf("%d writes for 500 ordinary responses, want 0", w-w0)
 	}
 }
 
-func testNoUsableKey(t *testing.T, e *env) {
-	a := e.newLedger(e.st, map[string][]keys.Key{"openai": {key1, key2}, "empty": {}}, LedgerOptions{})
+func testNoUsableKey(t *testing.T, e *storetest.Env) {
+	a := newLedger(e, e.Store, map[string][]Key{"openai": {key1, key2}, "empty": {}}, Options{})
 	a.Observe("openai", "gpt", key1, http.StatusTooManyRequests, hdr("Retry-After", "5"))
 	a.Observe("openai", "gpt", key2, http.StatusForbidden, nil)
 	if k, ok := a.Pick("openai", "gpt"); ok {
@@ -188,7 +200,7 @@ func testNoUsableKey(t *testing.T, e *env) {
 	if _, ok := a.Pick("empty", "gpt"); ok {
 		t.Fatal("a provider whose keys all resolved to nothing must not be usable")
 	}
-	if k, ok := a.Pick("keyless", "gpt"); !ok || k != (keys.Key{}) {
+	if k, ok := a.Pick("keyless", "gpt"); !ok || k != (Key{}) {
 		t.Fatalf("a provider configured without keys: got %v %v, want the zero key", k, ok)
 	}
 }

@@ -1,0 +1,90 @@
+package breaker
+
+// report.go holds what the breaker tells the outside: transition log
+// lines and callbacks, and snapshots for health reports.
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// ---- transitions: logging ----
+
+type transition struct {
+	from, to State
+	snap     Snapshot
+	source   string
+}
+
+// noteLocked returns the change of the effective state since the last
+// note, if any; emit it after unlocking.
+func (b *Breaker) noteLocked(t *target, now time.Time, source string) *transition {
+	st, _ := b.stateLocked(t, now)
+	if st == t.lastState {
+		return nil
+	}
+	tr := &transition{from: t.lastState, to: st, snap: b.snapshotLocked(t, now), source: source}
+	t.lastState = st
+	return tr
+}
+
+// emit logs a transition (one structured line) and calls OnTransition.
+func (b *Breaker) emit(id string, tr *transition) {
+	if tr == nil {
+		return
+	}
+	lvl := slog.LevelWarn
+	if tr.to == Closed {
+		lvl = slog.LevelInfo
+	}
+	b.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("target", id),
+		slog.String("from", string(tr.from)), slog.String("to", string(tr.to)), slog.String("source", tr.source),
+		slog.Float64("error_rate", tr.snap.ErrorRate), slog.Int("window_requests", tr.snap.Requests),
+		slog.Int("window_failures", tr.snap.Failures), slog.Time("open_until", tr.snap.OpenUntil))
+	if b.opt.OnTransition != nil {
+		b.opt.OnTransition(id, tr.from, tr.to, tr.snap)
+	}
+}
+
+// report notes and emits a change of state.
+func (b *Breaker) report(t *target, source string) {
+	t.mu.Lock()
+	tr := b.noteLocked(t, b.now(), source)
+	t.mu.Unlock()
+	b.emit(t.id, tr)
+}
+
+// ---- reports ----
+
+func (b *Breaker) snapshotLocked(t *target, now time.Time) Snapshot {
+	st, until := b.stateLocked(t, now)
+	c := b.estimateLocked(t, now)
+	snap := Snapshot{State: st, Requests: int(math.Round(c.total)), Failures: int(math.Round(c.failures)),
+		Consecutive: t.consecutive}
+	if st == Open {
+		snap.OpenUntil = until
+	}
+	if c.total > 0 {
+		snap.ErrorRate = c.failures / c.total
+	}
+	return snap
+}
+
+// Snapshot implements Reporter from the cache: it never calls the
+// store. Window counts are this instance's best knowledge of the global
+// sliding window (the last flush's answer plus unflushed local outcomes).
+func (b *Breaker) Snapshot(id string) Snapshot {
+	b.mu.Lock()
+	t := b.targets[id]
+	b.mu.Unlock()
+	if t == nil {
+		return Snapshot{State: Closed}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return b.snapshotLocked(t, b.now())
+}
+
+// StoreCalls reports how many store calls this breaker has issued (for

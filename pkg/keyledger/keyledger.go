@@ -1,0 +1,81 @@
+// Package keyledger holds provider keys as the gateway handles them and
+// the ledger that decides which key to use.
+//
+// A [Key] carries a secret and the fingerprint that stands in for it in
+// logs, storage and health reports; [Resolve] turns the key references of
+// a config into keys. The [Ledger] is the [Picker] the failover engine
+// asks for a key before each attempt and tells about each upstream
+// response: it reads rate-limit headers (headroom), sets a key aside after
+// a 429 (until Retry-After or the exhausted limit's reset), disables it
+// after a 401/403, and shares all of that with every gateway instance
+// through the store (docs/state-model.md).
+package keyledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Key is one provider credential.
+type Key struct {
+	// Secret is the credential itself. It is sent upstream and nowhere else.
+	Secret string
+	// Fingerprint identifies the key anywhere it must be named.
+	Fingerprint string
+	// Priority orders keys of one provider: lower first.
+	Priority int
+}
+
+// Fingerprint returns the stable, non-reversible name of a secret: "k-"
+// and the first 12 hex digits of its SHA-256.
+func Fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "k-" + hex.EncodeToString(sum[:6])
+}
+
+// NewKey returns a Key for a secret.
+func NewKey(secret string, priority int) Key {
+	return Key{Secret: secret, Fingerprint: Fingerprint(secret), Priority: priority}
+}
+
+// String hides the secret when a Key is printed by mistake.
+func (k Key) String() string { return k.Fingerprint }
+
+// LogValue hides the secret when a Key is logged by mistake.
+func (k Key) LogValue() slog.Value { return slog.StringValue(k.Fingerprint) }
+
+// GoString hides the secret from %#v.
+func (k Key) GoString() string { return "keyledger.Key{" + k.Fingerprint + "}" }
+
+// Picker chooses the key for one attempt and learns from its outcome.
+type Picker interface {
+	// Pick returns the best usable key of a provider for a model. ok is
+	// false when the provider has keys but none is usable now; a provider
+	// configured without keys gets the zero Key and ok true.
+	Pick(provider, model string) (k Key, ok bool)
+	// Observe records an upstream response for the key that made it.
+	Observe(provider, model string, k Key, status int, h http.Header)
+}
+
+// Status describes one key for health reports.
+type Status struct {
+	Fingerprint      string    `json:"fingerprint"`                // the key's name
+	Available        bool      `json:"available"`                  // Pick may choose it now
+	UnavailableUntil time.Time `json:"unavailable_until,omitzero"` // end of a 429 cooldown
+	Disabled         bool      `json:"disabled,omitempty"`         // rejected with a 401/403
+	// Reason is why the key is not available: "disabled", "rate_limited"
+	// or "low_headroom"; empty when it is.
+	Reason string `json:"reason,omitempty"`
+	// Headroom is the provider's last reported remaining quota.
+	Headroom []Limit `json:"headroom,omitempty"`
+}
+
+// Limit is one rate-limit dimension's last reported headroom.
+type Limit struct {
+	Dimension string    `json:"dimension"`      // requests | tokens | input_tokens | output_tokens
+	Remaining float64   `json:"remaining"`      // as last reported
+	Reset     time.Time `json:"reset,omitzero"` // when it resets; zero if the provider did not say
+}
