@@ -29,6 +29,9 @@ type ResponsesEventInfo struct {
 	// response.incomplete; for a whole body, status completed or
 	// incomplete).
 	Finish bool
+	// FinishReason is the terminal event's reason in the chat vocabulary:
+	// stop, or length (incomplete for max_output_tokens) or content_filter.
+	FinishReason string
 	// Failed: the upstream reports a failure in-band (response.failed, an
 	// error event, or a top-level error object); ErrorCode is its code or
 	// type.
@@ -66,7 +69,10 @@ func InspectResponsesEvent(event, data []byte) ResponsesEventInfo {
 	case "response.created":
 		ri.Created = true
 	case "response.completed", "response.incomplete":
-		ri.Finish = true
+		ri.Finish, ri.FinishReason = true, "stop"
+		if typ == "response.incomplete" {
+			ri.FinishReason = incompleteReason(gjson.Get(bytesString(data), "response.incomplete_details.reason").Str)
+		}
 		readResponsesUsage(gjson.Get(bytesString(data), "response.usage"), &ri)
 	case "response.failed":
 		ri.Failed = true
@@ -100,8 +106,10 @@ func InspectResponsesBody(body []byte) ResponsesEventInfo {
 		return ri
 	}
 	switch doc.Get("status").Str {
-	case "completed", "incomplete":
-		ri.Finish = true
+	case "completed":
+		ri.Finish, ri.FinishReason = true, "stop"
+	case "incomplete":
+		ri.Finish, ri.FinishReason = true, incompleteReason(doc.Get("incomplete_details.reason").Str)
 	case "failed", "cancelled":
 		ri.Failed = true
 		ri.ErrorCode = doc.Get("status").Str
@@ -114,6 +122,14 @@ func InspectResponsesBody(body []byte) ResponsesEventInfo {
 	})
 	readResponsesUsage(doc.Get("usage"), &ri)
 	return ri
+}
+
+// incompleteReason maps incomplete_details.reason to a chat finish reason.
+func incompleteReason(r string) string {
+	if r == "content_filter" {
+		return "content_filter"
+	}
+	return "length"
 }
 
 // errorCode returns an error object's code, else its type, as a copy.

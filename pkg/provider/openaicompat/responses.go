@@ -58,7 +58,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	case !json.Valid(data):
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
-	case !ri.Content && ri.Usage.OutputTokens == 0:
+	case !ri.Content && ri.Usage.OutputTokens == 0 && ri.FinishReason != "length" && ri.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
 	u := responsesUsage(ri.Usage)
@@ -69,7 +69,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	if ri.Finish {
 		flags |= exchange.HasFinish
 	}
-	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Responses, Flags: flags}), nil
+	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Responses, Flags: flags, Finish: ri.FinishReason}), nil
 }
 
 // post sends one request body to endpoint and returns the success
@@ -153,7 +153,7 @@ func (s *responsesStream) Next() (exchange.Event, error) {
 			flags |= exchange.HasFinish
 			s.done = true // the terminal event: nothing follows it
 		}
-		return exchange.Event{Kind: exchange.Raw, Raw: f.Data, RawAPI: exchange.Responses, Flags: flags}, nil
+		return exchange.Event{Kind: exchange.Raw, Raw: f.Data, RawAPI: exchange.Responses, Flags: flags, Finish: ri.FinishReason}, nil
 	}
 }
 
