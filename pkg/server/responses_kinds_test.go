@@ -140,7 +140,10 @@ func TestResponsesAdmittedOutputCap(t *testing.T) {
 		t.Errorf("native got %s and %s", native.body(0), native.body(1))
 	}
 	g2 := newGateway(t, responsesRoute([2]string{"chat", chatOnly.URL}), func(o *server.Options) {
-		o.Admit = func(_ context.Context, a *exchange.Request) (exchange.Settle, error) { a.OutputCap = 77; return nil, nil }
+		o.Admit = func(_ context.Context, a *exchange.Request) (exchange.Settle, error) {
+			a.OutputCap = 77
+			return nil, nil
+		}
 	})
 	readAll(t, postTo(t, g2.URL+"/v1/responses", `{"model":"m","input":"hi"}`).Body)
 	if !bytes.HasSuffix(chatOnly.body(0), []byte(`,"max_tokens":77}`)) {
