@@ -64,6 +64,11 @@ func TestDecodeTranslatesToChat(t *testing.T) {
 				`"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}}],` +
 				`"tool_choice":{"function":{"name":"get_weather"},"type":"function"},"parallel_tool_calls":false,` +
 				`"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"},"strict":true}},"user":"u1","reasoning_effort":"high"}`},
+		{"namespace tools flattened, namespaced calls too",
+			`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"}],` +
+				`"tools":[{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"multi_agent_v1__spawn_agent","arguments":"{}"}}]}],` +
+				`"tools":[{"type":"function","function":{"name":"multi_agent_v1__spawn_agent","parameters":{"type":"object"}}}]}`},
 		{"json_object",
 			`{"model":"m","input":"x","text":{"format":{"type":"json_object"}},"tool_choice":"required"}`,
 			`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"required","response_format":{"type":"json_object"}}`},

@@ -59,6 +59,7 @@ type item struct {
 	kind         itemKind
 	id           string
 	callID, name string
+	namespace    string // a namespaced function's namespace
 	// text is the message text, the call's arguments or the reasoning
 	// summary.
 	text   []byte
@@ -94,6 +95,9 @@ type encoder struct {
 	open      int       // the open item's index, -1 if none
 	calls     []callRef // canonical tool-call index -> item index
 	finish    string
+	// spaced are the request's namespaced functions, by the flat name the
+	// upstream calls them by.
+	spaced map[string][2]string
 
 	pass bool   // the upstream speaks the Responses API: Raw events only
 	raw  []byte // a passthrough's whole non-streaming body
@@ -170,6 +174,7 @@ func (e *encoder) start(dst []byte) []byte {
 		e.created = time.Now().Unix()
 	}
 	e.echo = readEcho(e.body)
+	e.spaced = namespaced(e.body)
 	if !e.stream {
 		return dst
 	}
@@ -211,6 +216,9 @@ func (e *encoder) add(dst []byte, it item, index int) []byte {
 		e.calls = append(e.calls, callRef{index, n})
 		if it.callID == "" {
 			it.callID = "call_" + e.suffix + "_" + strconv.Itoa(n)
+		}
+		if sp, ok := e.spaced[it.name]; ok {
+			it.namespace, it.name = sp[0], sp[1]
 		}
 	case itemReasoning:
 		prefix = "rs_"

@@ -283,3 +283,25 @@ func TestBodyIsOneResponseObject(t *testing.T) {
 		t.Error("a non-streaming body holds SSE frames")
 	}
 }
+
+// TestNamespacedCallIsSplitBack: a call of a flattened namespace function
+// comes back as a function_call item with its namespace and name.
+func TestNamespacedCallIsSplitBack(t *testing.T) {
+	req := &exchange.Request{ID: "req_abc", Route: "m", Stream: true,
+		Body: []byte(`{"model":"m","input":"x","tools":[{"type":"namespace","name":"multi_agent_v1","tools":[{"type":"function","name":"spawn_agent"}]},{"type":"function","name":"a__b"}]}`)}
+	enc := responses.Ingress{}.NewEncoder(req)
+	var out []byte
+	for _, ev := range []exchange.Event{start, call(0, "c1", "multi_agent_v1__spawn_agent"), args(0, "{}"), call(1, "c2", "a__b"), finish("tool_calls")} {
+		out = enc.Event(out, &ev)
+	}
+	_, fs := checkStream(t, string(enc.End(out, exchange.TokenUsage{})))
+	var items []string
+	for _, f := range fs {
+		if f.event == "response.output_item.done" {
+			items = append(items, gjson.Get(f.data, "item.namespace").Str+"|"+gjson.Get(f.data, "item.name").Str)
+		}
+	}
+	if strings.Join(items, ",") != "multi_agent_v1|spawn_agent,|a__b" {
+		t.Errorf("items = %v", items)
+	}
+}

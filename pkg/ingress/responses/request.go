@@ -62,6 +62,7 @@ type wireItem struct {
 	Name      string          `json:"name"`
 	Arguments *string         `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	Namespace string          `json:"namespace"`
 }
 
 // wirePart is one content part of a message or a function_call_output.
@@ -77,13 +78,14 @@ type wirePart struct {
 	Refusal  string  `json:"refusal"`
 }
 
-// wireTool is one entry of tools.
+// wireTool is one entry of tools (or of a namespace's tools).
 type wireTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      *bool           `json:"strict"`
+	Type        string            `json:"type"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Parameters  json.RawMessage   `json:"parameters"`
+	Strict      *bool             `json:"strict"`
+	Tools       []json.RawMessage `json:"tools"`
 }
 
 // The reasons a feature needs an upstream that speaks the Responses API.

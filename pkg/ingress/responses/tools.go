@@ -6,11 +6,25 @@ import (
 	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
-// tools translates function tools; every other tool type (web_search,
+// NamespaceSep joins a namespace and a function name into the one chat
+// function name a translated namespace tool is offered as
+// ("multi_agent_v1__spawn_agent"); the encoder splits a call back into the
+// function_call item's namespace and name.
+const NamespaceSep = "__"
+
+// maxFunctionName is the longest function name chat APIs accept.
+const maxFunctionName = 64
+
+// tools translates function tools, and the functions of namespace tools
+// (flattened, see NamespaceSep); every other tool type (web_search,
 // file_search, custom, tool_search, mcp, ...) needs a native upstream.
 func (d *decoded) tools() error {
-	for i, raw := range d.wire.Tools {
-		p := at("tools[%d]", i)
+	return d.toolList("tools", d.wire.Tools, "")
+}
+
+func (d *decoded) toolList(prefix string, list []json.RawMessage, namespace string) error {
+	for i, raw := range list {
+		p := at("%s[%d]", prefix, i)
 		if kindOf(raw) != '{' {
 			return bad(p, "%s must be an object", p)
 		}
@@ -23,8 +37,23 @@ func (d *decoded) tools() error {
 			if t.Name == "" {
 				return bad(p+".name", "%s: a function tool needs name", p)
 			}
+			name := t.Name
+			if namespace != "" {
+				name = namespace + NamespaceSep + t.Name
+			}
+			if namespace != "" && len(name) > maxFunctionName {
+				d.nativeOnly(p, "the namespaced function "+name+" (longer than a chat function name may be)", whyNative)
+				continue
+			}
 			d.chat.Tools = append(d.chat.Tools, openaiwire.Tool{Type: "function", Function: openaiwire.FunctionDef{
-				Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+				Name: name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+		case "namespace":
+			if t.Name == "" || namespace != "" {
+				return bad(p+".name", "%s: a namespace tool needs name and may not be nested", p)
+			}
+			if err := d.toolList(p+".tools", t.Tools, t.Name); err != nil {
+				return err
+			}
 		case "":
 			return bad(p+".type", "%s: a tool needs type", p)
 		default:

@@ -21,6 +21,7 @@ import (
 //	function_call_output                 -> a tool message
 //	reasoning items                      -> dropped: chat has no field for them
 //	function tools, tool_choice          -> chat tools, tool_choice
+//	namespace tools                      -> their functions, named namespace__function
 //	parallel_tool_calls, temperature, top_p, user -> the same fields
 //	text.format                          -> response_format (json_object, json_schema)
 //	max_output_tokens                    -> max_completion_tokens
@@ -129,7 +130,11 @@ func (d *decoded) item(p string, it *wireItem) error {
 		if it.Arguments != nil && *it.Arguments != "" {
 			args = *it.Arguments
 		}
-		call := openaiwire.ToolCall{ID: it.CallID, Type: "function", Function: openaiwire.FunctionCall{Name: it.Name, Arguments: args}}
+		name := it.Name
+		if it.Namespace != "" {
+			name = it.Namespace + NamespaceSep + it.Name
+		}
+		call := openaiwire.ToolCall{ID: it.CallID, Type: "function", Function: openaiwire.FunctionCall{Name: name, Arguments: args}}
 		if n := len(*msgs); n > 0 && (*msgs)[n-1].Role == "assistant" {
 			(*msgs)[n-1].ToolCalls = append((*msgs)[n-1].ToolCalls, call)
 			return nil

@@ -1,8 +1,11 @@
 package responses
 
 import (
+	"bytes"
 	"strconv"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
@@ -86,6 +89,10 @@ func appendItem(dst []byte, it *item, added bool) []byte {
 		dst = str(dst, it.callID)
 		dst = append(dst, `,"name":`...)
 		dst = str(dst, it.name)
+		if it.namespace != "" {
+			dst = append(dst, `,"namespace":`...)
+			dst = str(dst, it.namespace)
+		}
 		return append(dst, '}')
 	default: // itemReasoning
 		dst = append(dst, `{"id":`...)
@@ -159,6 +166,30 @@ func readEcho(body []byte) echo {
 		return true
 	})
 	return ec
+}
+
+// namespaced maps the flat chat name of each function of the request's
+// namespace tools to its namespace and name (nil when there are none).
+func namespaced(body []byte) map[string][2]string {
+	if !bytes.Contains(body, []byte(`"namespace"`)) {
+		return nil
+	}
+	var m map[string][2]string
+	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
+		if t.Get("type").Str != "namespace" {
+			return true
+		}
+		ns := t.Get("name").Str
+		t.Get("tools").ForEach(func(_, f gjson.Result) bool {
+			if m == nil {
+				m = map[string][2]string{}
+			}
+			m[ns+NamespaceSep+f.Get("name").Str] = [2]string{ns, f.Get("name").Str}
+			return true
+		})
+		return true
+	})
+	return m
 }
 
 // or appends v, or def when the client gave none.
