@@ -150,3 +150,28 @@ func TestResponsesAdmittedOutputCap(t *testing.T) {
 		t.Errorf("chat upstream got %s", chatOnly.body(0))
 	}
 }
+
+// TestResponsesNativeOnlyRefusedByEveryTranslatingKind: Anthropic and
+// Bedrock targets cannot serve built-in tools or stored conversations: the
+// client gets a 400 naming the feature and the target, and neither
+// upstream is called.
+func TestResponsesNativeOnlyRefusedByEveryTranslatingKind(t *testing.T) {
+	anth := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) { anthropicToolCall(w) })
+	bed := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) { bedrockToolCall(w) })
+	g := kindsGateway(t, anth.URL, bed.URL)
+	for _, tc := range []struct{ route, body, says string }{
+		{"claude", `{"model":"claude","input":"hi","tools":[{"type":"web_search"}]}`, "the web_search tool is not supported by target anthropic/claude-sonnet-4-5"},
+		{"bedrock", `{"model":"bedrock","input":"hi","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, "the file_search tool is not supported by target bedrock/"},
+		{"claude", `{"model":"claude","input":"hi","previous_response_id":"resp_1"}`, "the gateway does not store conversations"},
+		{"bedrock", `{"model":"bedrock","input":"hi","conversation":{"id":"conv_1"}}`, "the gateway does not store conversations"},
+	} {
+		r := postTo(t, g.URL+"/v1/responses", tc.body)
+		got := readAll(t, r.Body)
+		if r.StatusCode != 400 || gjson.Get(got, "error.code").Str != "unsupported_feature" || !bytes.Contains([]byte(got), []byte(tc.says)) {
+			t.Errorf("%s: %d %s", tc.body, r.StatusCode, got)
+		}
+	}
+	if anth.hits.Load() != 0 || bed.hits.Load() != 0 {
+		t.Errorf("upstream hits: anthropic %d, bedrock %d", anth.hits.Load(), bed.hits.Load())
+	}
+}

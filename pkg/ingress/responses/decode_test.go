@@ -114,7 +114,7 @@ func TestDecodeMarksNativeOnlyFeatures(t *testing.T) {
 		{"item_reference", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"item_reference","id":"msg_1"}]}`, "input[1]", "item_reference"},
 		{"unknown item type", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"custom_tool_call","call_id":"c","name":"n","input":"i"}]}`, "input[1]", "custom_tool_call"},
 		{"image by file id", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input[0].content[0]", "file_id"},
-		{"built-in tool_choice", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice", "web_search_preview"},
+		{"built-in tool choice", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice", "web_search_preview"},
 		{"image in tool output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input[0].output[0]", "input_image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
