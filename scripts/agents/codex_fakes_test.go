@@ -21,6 +21,7 @@ const (
 
 // chatRequest is the part of a chat completion request the fake reads.
 type chatRequest struct {
+	Stream   bool `json:"stream"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -101,8 +102,19 @@ func fakeChat(w http.ResponseWriter, body []byte, _ int) {
 		io.WriteString(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
 	prompt := req.lastUser()
+	if !req.Stream {
+		text := "PLAIN-OK"
+		if out, ok := req.toolOutput(); ok && strings.Contains(out, "tool-42") {
+			text = "TOOL-RESULT: tool-42"
+		}
+		b, _ := json.Marshal(text)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-fake","object":"chat.completion","created":1741569952,"model":"fake-chat","choices":[{"index":0,"message":{"role":"assistant","content":`+
+			string(b)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":1200,"completion_tokens":9,"total_tokens":1209}}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
 	if out, ok := req.toolOutput(); ok {
 		result := "missing"
 		if strings.Contains(out, "tool-42") {

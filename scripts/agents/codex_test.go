@@ -1,6 +1,6 @@
 // Package agents runs real coding agents, as a user would, against the
 // gateway and fake upstreams on loopback. The tests only run when
-// LLMGW_AGENT_TESTS=1 (scripts/agents/codex.sh sets it); they install the
+// LLMGW_AGENT_TESTS=1 (scripts/agents/check.sh sets it); they install the
 // agent from npm and skip, saying why, when npm cannot.
 package agents
 
@@ -174,6 +174,6 @@ func gatewayFor(t *testing.T, yaml string, rec *recorder) string {
 
 func agentTestsEnabled(t *testing.T) {
 	if os.Getenv("LLMGW_AGENT_TESTS") != "1" {
-		t.Skip("skipping: set LLMGW_AGENT_TESTS=1 (scripts/agents/codex.sh) to run the real agents")
+		t.Skip("skipping: set LLMGW_AGENT_TESTS=1 (scripts/agents/check.sh) to run the real agents")
 	}
 }
