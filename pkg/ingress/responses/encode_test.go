@@ -305,3 +305,26 @@ func TestNamespacedCallIsSplitBack(t *testing.T) {
 		t.Errorf("items = %v", items)
 	}
 }
+
+// TestStreamEncoderAllocationFree: once a response has started, a text
+// delta (translated) and a relayed upstream event (passthrough) are
+// written into the caller's reused buffer without allocating.
+func TestStreamEncoderAllocationFree(t *testing.T) {
+	req := &exchange.Request{ID: "req_abc", Route: "m", Stream: true, Body: []byte(`{"model":"m","input":"hi"}`)}
+	enc := responses.Ingress{}.NewEncoder(req)
+	buf := make([]byte, 0, 4096)
+	for _, ev := range []exchange.Event{start, text("warm")} {
+		buf = enc.Event(buf[:0], &ev)
+	}
+	delta := text("hello")
+	if n := testing.AllocsPerRun(2000, func() { buf = enc.Event(buf[:0], &delta) }); n != 0 {
+		t.Errorf("%v allocations per translated text delta", n)
+	}
+	pass := responses.Ingress{}.NewEncoder(req)
+	raw := exchange.Event{Kind: exchange.Raw, RawAPI: exchange.Responses,
+		Raw: []byte(`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`)}
+	buf = pass.Event(buf[:0], &raw)
+	if n := testing.AllocsPerRun(2000, func() { buf = pass.Event(buf[:0], &raw) }); n != 0 {
+		t.Errorf("%v allocations per relayed event", n)
+	}
+}

@@ -196,3 +196,29 @@ func TestResponsesToChatOnlyProviderIsTranslatedToChat(t *testing.T) {
 		t.Error("the shared canonical request was modified")
 	}
 }
+
+// TestResponsesRelayIsAllocationFree: relaying an upstream delta event
+// (read, inspected, handed on as a Raw event) allocates nothing.
+func TestResponsesRelayIsAllocationFree(t *testing.T) {
+	frame := "event: response.output_text.delta\ndata: " + responsesFrames[4] + "\n\n"
+	a, err := openaicompat.New("oa", &config.Provider{Kind: "openai", BaseURL: "http://upstream.invalid/v1", APIs: []string{"responses"}},
+		&http.Client{Transport: &memTransport{newBody: func() io.ReadCloser { return &repeatBody{frame: frame} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Send(context.Background(), responsesCall(`{"model":"r","input":"x","stream":true}`, true, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 10; i++ {
+		s.Next()
+	}
+	if n := testing.AllocsPerRun(2000, func() {
+		if ev, err := s.Next(); err != nil || !ev.Commits() {
+			t.Fatalf("event %+v, %v", ev, err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per relayed event", n)
+	}
+}
