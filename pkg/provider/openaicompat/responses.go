@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/openaiwire"
@@ -26,6 +28,7 @@ import (
 //	response.completed, response.incomplete                        -> HasFinish (and the usage)
 //	response.failed, an error event                                -> the upstream's in-band error
 //	the stream ending before a terminal event                      -> interrupted
+//	a frame that is not valid JSON                                 -> skipped and counted
 //
 // A non-streaming call yields one Raw event holding the whole body.
 
@@ -43,7 +46,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	}
 	ct := resp.Header.Get("Content-Type")
 	if rq.Stream && !strings.HasPrefix(ct, "application/json") {
-		return &responsesStream{id: a.id, body: resp.Body, r: sse.NewReader(resp.Body, 0), reqBytes: len(body)}, nil
+		return &responsesStream{id: a.id, body: resp.Body, r: sse.NewReader(resp.Body, 0), reqBytes: len(body), trace: &rq.Trace}, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -119,6 +122,8 @@ type responsesStream struct {
 	hasUsage bool
 	chars    int
 	done     bool
+	// trace counts the malformed frames skipped, on the request's trace.
+	trace *exchange.Trace
 }
 
 // Next implements provider.Stream.
@@ -135,6 +140,12 @@ func (s *responsesStream) Next() (exchange.Event, error) {
 			return exchange.Event{}, provider.Interrupted(s.id, "broke off", err)
 		}
 		if len(f.Data) == 0 || string(f.Data) == "[DONE]" {
+			continue
+		}
+		if !gjson.ValidBytes(f.Data) {
+			// A malformed frame is never forwarded: skip it, count it, and
+			// keep the stream if it otherwise completes.
+			s.trace.MalformedFrames++
 			continue
 		}
 		ri := openaiwire.InspectResponsesEvent(f.Event, f.Data)

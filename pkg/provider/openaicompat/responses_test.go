@@ -111,7 +111,7 @@ func TestResponsesPassthroughBodyIsByteIdenticalExceptModel(t *testing.T) {
 func TestResponsesPassthroughAddsTheAdmittedCapOnlyWhenAbsent(t *testing.T) {
 	a, _, bodies := responsesAdapter(t, []string{"responses"}, func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"ok"}]}],"usage":{"input_tokens":5,"output_tokens":1,"total_tokens":6}}`)
+		io.WriteString(w, `{"id":"resp_1","object":"response","status":"completed","error":null,"incomplete_details":null,"output":[{"type":"message","content":[{"type":"output_text","text":"ok"}]}],"usage":{"input_tokens":5,"output_tokens":1,"total_tokens":6}}`)
 	})
 	for _, tc := range []struct{ in, want string }{
 		{`{"model":"r","input":"x"}`, `{"model":"gpt-5","input":"x","max_output_tokens":300}`},
@@ -139,6 +139,7 @@ func TestResponsesStreamFailures(t *testing.T) {
 		want   gwerr.Category
 	}{
 		{"cut before response.completed", responsesFrames[:5], gwerr.Interrupted},
+		{"malformed frames are skipped, not a clean end", append(responsesFrames[:5:5], `{"type":"response.completed","sequence`), gwerr.Interrupted},
 		{"response.failed", append(responsesFrames[:5:5], `{"type":"response.failed","sequence_number":5,"response":{"id":"resp_1","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`), gwerr.RateLimited},
 		{"error event", append(responsesFrames[:2:2], `{"type":"error","sequence_number":2,"code":"server_error","message":"boom","param":null}`), gwerr.Unavailable},
 	} {
