@@ -15,30 +15,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 )
 
-// LambdaEnv is the Lambda function's configuration, from its environment.
+// LambdaEnv is the Lambda function's configuration, from its environment
+// (the variables of [deployment.GatewayEnv], plus a local config file).
 type LambdaEnv struct {
-	ConfigPath string        // LLMGW_CONFIG_PATH: SSM path of the config parameters
-	ConfigFile string        // LLMGW_CONFIG_FILE: a config file (tests, or no SSM)
-	Refresh    time.Duration // LLMGW_CONFIG_REFRESH (default 15s)
-	Stage      string        // LLMGW_STAGE: the Stage metric dimension
-	Table      string        // LLMGW_TABLE: the DynamoDB table
+	ConfigPath string        // deployment.EnvConfigPath: SSM path of the config parameters
+	ConfigFile string        // deployment.EnvConfigFile: a config file (tests, or no SSM)
+	Refresh    time.Duration // deployment.EnvConfigRefresh (default deployment.DefaultConfigRefresh)
+	Stage      string        // deployment.EnvStage: the Stage metric dimension
+	Table      string        // deployment.EnvTable: the DynamoDB table
 }
 
 // LambdaEnvFromOS reads LambdaEnv from the process environment.
-func LambdaEnvFromOS() (LambdaEnv, error) {
+func LambdaEnvFromOS() (LambdaEnv, error) { return LambdaEnvFrom(os.Getenv) }
+
+// LambdaEnvFrom reads LambdaEnv through getenv.
+func LambdaEnvFrom(getenv func(string) string) (LambdaEnv, error) {
 	e := LambdaEnv{
-		ConfigPath: os.Getenv("LLMGW_CONFIG_PATH"), ConfigFile: os.Getenv("LLMGW_CONFIG_FILE"),
-		Stage: os.Getenv("LLMGW_STAGE"), Table: os.Getenv("LLMGW_TABLE"), Refresh: 15 * time.Second,
+		ConfigPath: getenv(deployment.EnvConfigPath), ConfigFile: getenv(deployment.EnvConfigFile),
+		Stage: getenv(deployment.EnvStage), Table: getenv(deployment.EnvTable), Refresh: deployment.DefaultConfigRefresh,
 	}
-	if v := os.Getenv("LLMGW_CONFIG_REFRESH"); v != "" {
+	if v := getenv(deployment.EnvConfigRefresh); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return e, fmt.Errorf("LLMGW_CONFIG_REFRESH=%q: want a positive duration like 15s", v)
+			return e, fmt.Errorf("%s=%q: want a positive duration like 15s", deployment.EnvConfigRefresh, v)
 		}
 		e.Refresh = d
 	}
@@ -62,7 +67,7 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 
 // NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
 // file), refreshed in the background while requests are served; shared
-// state and usage in DynamoDB (LLMGW_TABLE; without it, an in-memory store
+// state and usage in DynamoDB (the table in deployment.EnvTable; without it, an in-memory store
 // local to this instance, with a warning); EMF metrics on metricsOut.
 func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
@@ -81,13 +86,13 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 			return nil, fmt.Errorf("aws config: %w", err)
 		}
 		loader = &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-			OnError: func(error) { emf.Count("ConfigReloadErrors", 1) }}
+			OnError: func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) }}
 		bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
 			return loader.ResolveKey(ctx, ref, os.Getenv)
 		}
 		c, _, err := loader.Load(ctx)
 		if err != nil {
-			emf.Count("ConfigReloadErrors", 1)
+			emf.Count(deployment.MetricConfigReloadErrors, 1)
 			return nil, fmt.Errorf("%w: %v", ssmconfig.ErrNoConfig, err)
 		}
 		loader.Loaded()
@@ -95,7 +100,7 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	}
 	so := StoreOptions{Kind: "dynamodb", Table: env.Table}
 	if env.Table == "" {
-		log.Warn("LLMGW_TABLE is not set: breaker, key and usage state stay in this instance's memory")
+		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
 		so = StoreOptions{Kind: "embedded", StatePath: filepath.Join(os.TempDir(), "llmgw-state.db")}
 	}
 	st, _, err := OpenStore(ctx, so)
