@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/sharedstate"
@@ -52,11 +53,9 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 				o.Metrics.BreakerOpen(target)
 			}
 		}})
-	ks, err := sharedstate.ResolveKeys(ctx, cfg, o.ResolveKey)
-	if err != nil {
-		return nil, err
-	}
-	g.Ledger = sharedstate.NewLedger(st, ks, sharedstate.LedgerOptions{Logger: log})
+	// The server resolves the keys (skipping any that do not resolve) and
+	// hands them to the ledger (SetKeys) on every config it applies.
+	g.Ledger = sharedstate.NewLedger(st, nil, sharedstate.LedgerOptions{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
@@ -66,8 +65,13 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	g.Roller.Log = log
 
 	h, err := server.New(ctx, cfg, server.Options{
-		Logger:       log,
-		ResolveKey:   o.ResolveKey,
+		Logger:     log,
+		ResolveKey: o.ResolveKey,
+		OnKeyError: func(string, int, error) {
+			if o.Metrics != nil {
+				o.Metrics.Count(deployment.MetricProviderKeyErrors, 1)
+			}
+		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
 		Authenticate: auth.Authenticate,

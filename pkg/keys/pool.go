@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"errors"
 	"net/http"
 	"sort"
 	"sync"
@@ -132,12 +133,32 @@ type Status struct {
 	Available        bool      `json:"available"`
 	UnavailableUntil time.Time `json:"unavailable_until,omitzero"`
 	Disabled         bool      `json:"disabled,omitempty"`
-	// Reason is why the key is not available: "disabled", "rate_limited"
-	// or "low_headroom"; empty when it is.
+	// Reason is why the key is not available: "disabled", "rate_limited",
+	// "low_headroom", [ReasonMissing] or [ReasonUnresolved]; empty when it
+	// is.
 	Reason string `json:"reason,omitempty"`
+	// Ref names the configured reference (an SSM parameter or environment
+	// variable name, never a secret) of a key that could not be resolved;
+	// such a key has no fingerprint and is never picked.
+	Ref string `json:"ref,omitempty"`
 	// Headroom is the provider's last reported remaining quota.
 	Headroom []Limit `json:"headroom,omitempty"`
 }
+
+// Reasons of a configured key that is not in service because its
+// reference could not be resolved (see [Status.Ref]).
+const (
+	// ReasonMissing: the reference names nothing (e.g. no such SSM
+	// parameter; see [ErrNotFound]).
+	ReasonMissing = "missing"
+	// ReasonUnresolved: reading the reference failed for another reason
+	// (access denied, throttling, a timeout).
+	ReasonUnresolved = "unresolved"
+)
+
+// ErrNotFound is wrapped by key resolvers when a reference names no
+// secret at all, as opposed to failing to read it.
+var ErrNotFound = errors.New("keys: the key reference names nothing")
 
 // Limit is one rate-limit dimension's last reported headroom.
 type Limit struct {

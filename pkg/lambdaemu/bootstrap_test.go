@@ -66,6 +66,15 @@ type lockedBuffer = testkit.SyncBuffer
 type function struct {
 	rt             *lambdaemu.Runtime
 	stdout, stderr *lockedBuffer
+	cmd            *exec.Cmd
+	done           chan struct{} // closed when the process has exited
+	exitErr        error         // set before done is closed
+}
+
+// stop kills the function's process (one instance going away).
+func (f *function) stop() {
+	f.cmd.Process.Kill()
+	<-f.done
 }
 
 // start runs the bootstrap binary against a fresh emulated Runtime API.
@@ -76,15 +85,17 @@ func start(t *testing.T, env ...string) *function {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	f := &function{rt: rt, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	f := &function{rt: rt, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd := exec.Command(bootstrap)
+	f.cmd = cmd
 	cmd.Env = append([]string{"AWS_LAMBDA_RUNTIME_API=" + rt.Addr(), "PATH=" + os.Getenv("PATH"), deployment.EnvStage + "=test",
 		"AWS_LAMBDA_FUNCTION_NAME=llmgw-test-gateway", "AWS_REGION=us-east-1"}, env...)
 	cmd.Stdout, cmd.Stderr = f.stdout, f.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go func() { f.exitErr = cmd.Wait(); close(f.done) }()
+	t.Cleanup(f.stop)
 	return f
 }
 

@@ -8,7 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -37,8 +37,14 @@ type Options struct {
 	// Nil: the record is only logged.
 	Record func(ctx context.Context, rec *usage.Record)
 	// ResolveKey returns the secret a key reference points at; ok false
-	// skips that key. Nil: environment variables only.
+	// skips that key. An error skips it too, and /healthz lists it as not
+	// in service (reason keys.ReasonMissing when the error wraps
+	// keys.ErrNotFound, else keys.ReasonUnresolved): one missing key never
+	// stops the rest of the config. Nil: environment variables only.
 	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
+	// OnKeyError, when set, is told each time a key reference fails to
+	// resolve (the ProviderKeyErrors metric).
+	OnKeyError func(provider string, keyIndex int, err error)
 	// Breakers guards targets (nil: in-process breakers from the config).
 	Breakers interface {
 		breaker.Guard
@@ -85,6 +91,9 @@ type runtimeState struct {
 	cfg    *config.Config
 	router *failover.Router
 	kinds  map[string]string // provider id -> kind
+	// unresolved are the configured keys whose reference did not resolve,
+	// by provider (shown in /healthz; never picked).
+	unresolved map[string][]keys.Status
 }
 
 // New returns a Handler serving cfg.
@@ -135,13 +144,16 @@ func EnvKeys(_ context.Context, ref config.KeyRef) (string, bool, error) {
 }
 
 // Reload swaps in a new config. In-flight requests finish on the old one;
-// breaker and key state carry over.
+// breaker and key state carry over. A key whose reference does not
+// resolve is skipped (logged, reported to OnKeyError, listed in /healthz);
+// the rest of the config serves.
 func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	provs, err := providers.Build(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	resolved := map[string][]keys.Key{}
+	unresolved := map[string][]keys.Status{}
 	kinds := map[string]string{}
 	for _, id := range cfg.ProviderIDs() {
 		p := cfg.Providers[id]
@@ -153,7 +165,22 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 		for i, ref := range p.Keys {
 			secret, ok, err := h.opts.ResolveKey(ctx, ref)
 			if err != nil {
-				return fmt.Errorf("provider %s: keys[%d]: %w", id, i, err)
+				reason := keys.ReasonUnresolved
+				if errors.Is(err, keys.ErrNotFound) {
+					reason = keys.ReasonMissing
+				}
+				name := ref.SSM
+				if name == "" {
+					name = ref.Env
+				}
+				h.log.LogAttrs(ctx, slog.LevelError, "provider key skipped: its reference could not be resolved",
+					slog.String("provider", id), slog.Int("key_index", i), slog.String("ref", name),
+					slog.String("reason", reason), slog.String("error", err.Error()))
+				if h.opts.OnKeyError != nil {
+					h.opts.OnKeyError(id, i, err)
+				}
+				unresolved[id] = append(unresolved[id], keys.Status{Reason: reason, Ref: name})
+				continue
 			}
 			if !ok {
 				h.log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: its reference resolves to nothing",
@@ -173,7 +200,7 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	if ks, ok := h.opts.Keys.(interface{ SetKeys(map[string][]keys.Key) }); ok {
 		ks.SetKeys(resolved)
 	}
-	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
+	rt := &runtimeState{cfg: cfg, kinds: kinds, unresolved: unresolved, router: &failover.Router{
 		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
 	}}
 	h.current.Store(rt)
@@ -182,6 +209,16 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 
 // Config returns the config in force.
 func (h *Handler) Config() *config.Config { return h.current.Load().cfg }
+
+// UnresolvedKeys counts the configured keys of the config in force whose
+// reference did not resolve when it was applied (a Reload retries them).
+func (h *Handler) UnresolvedKeys() int {
+	n := 0
+	for _, l := range h.current.Load().unresolved {
+		n += len(l)
+	}
+	return n
+}
 
 // ServeHTTP routes a request. It never lets a panic escape: lambdaurl has no
 // recover, and a panic there would kill the process.
