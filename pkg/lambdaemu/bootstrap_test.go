@@ -127,6 +127,13 @@ func invoke(t *testing.T, f *function, ev []byte, budget time.Duration) *lambdae
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	go func() { // a process that died answers nothing: fail at once
+		select {
+		case <-f.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	resp, err := f.rt.Invoke(ctx, ev, time.Now().Add(budget))
 	if err != nil {
 		t.Fatalf("invoke: %v\nstderr: %s", err, f.stderr.String())

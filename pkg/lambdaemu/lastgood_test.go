@@ -42,6 +42,7 @@ func newTable(t *testing.T) (endpoint, table string, st *dynamo.Store) {
 
 // reply invokes the sample chat event and returns the status and body.
 func reply(t *testing.T, f *function) (int, string) {
+	t.Helper()
 	resp := invoke(t, f, event(t, "function-url-chat.json"), time.Minute)
 	body, _ := io.ReadAll(resp.Body)
 	return resp.Status, string(body)
@@ -49,6 +50,7 @@ func reply(t *testing.T, f *function) (int, string) {
 
 // healthz invokes GET /healthz.
 func healthz(t *testing.T, f *function) string {
+	t.Helper()
 	var ev map[string]any
 	json.Unmarshal(event(t, "function-url-chat.json"), &ev)
 	ev["rawPath"], ev["body"] = "/healthz", ""
