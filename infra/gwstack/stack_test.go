@@ -324,15 +324,15 @@ func TestTable(t *testing.T) {
 	f.count(t, "AWS::DynamoDB::Table", 1)
 	f.props(t, "AWS::DynamoDB::Table", map[string]interface{}{
 		"KeySchema": []interface{}{
-			map[string]interface{}{"AttributeName": "pk", "KeyType": "HASH"},
-			map[string]interface{}{"AttributeName": "sk", "KeyType": "RANGE"},
+			map[string]interface{}{"AttributeName": deployment.AttrPK, "KeyType": "HASH"},
+			map[string]interface{}{"AttributeName": deployment.AttrSK, "KeyType": "RANGE"},
 		},
 		"AttributeDefinitions": []interface{}{
-			map[string]interface{}{"AttributeName": "pk", "AttributeType": "S"},
-			map[string]interface{}{"AttributeName": "sk", "AttributeType": "S"},
+			map[string]interface{}{"AttributeName": deployment.AttrPK, "AttributeType": "S"},
+			map[string]interface{}{"AttributeName": deployment.AttrSK, "AttributeType": "S"},
 		},
 		"BillingMode":                      "PAY_PER_REQUEST",
-		"TimeToLiveSpecification":          map[string]interface{}{"AttributeName": "ttl", "Enabled": true},
+		"TimeToLiveSpecification":          map[string]interface{}{"AttributeName": deployment.AttrTTL, "Enabled": true},
 		"PointInTimeRecoverySpecification": map[string]interface{}{"PointInTimeRecoveryEnabled": true},
 		"SSESpecification":                 map[string]interface{}{"SSEEnabled": true},
 		"DeletionProtectionEnabled":        true,
@@ -741,7 +741,7 @@ func TestNagHarnessSeesFindings(t *testing.T) {
 		Resources: jsii.Strings("*"),
 	}))
 	awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrPK), Type: awsdynamodb.AttributeType_STRING},
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nil), nil)
 	ann := assertions.Annotations_FromStack(stack)

@@ -120,6 +120,21 @@ func TestFunctionEnvironments(t *testing.T) {
 	}
 }
 
+// TestPersistentNamesArePinned: these names are in deployed tables and
+// operators' parameters; renaming them orphans existing data (a migration,
+// not a refactoring).
+func TestPersistentNamesArePinned(t *testing.T) {
+	for got, want := range map[string]string{
+		deployment.AttrPK: "pk", deployment.AttrSK: "sk", deployment.AttrTTL: "ttl", deployment.AttrVersion: "ver",
+		deployment.AttrData: "data", deployment.ConfigPath("s"): "/llmgw/s/config/", deployment.KeysPath("s"): "/llmgw/s/keys/",
+		deployment.DefaultTable: "llmgw", deployment.MetricNamespace: "LLMGateway",
+	} {
+		if got != want {
+			t.Errorf("%q renamed to %q", want, got)
+		}
+	}
+}
+
 // TestLeaf keeps the package cheap to link: standard library only.
 func TestLeaf(t *testing.T) {
 	fset := token.NewFileSet()

@@ -41,9 +41,12 @@ type Snapshot struct {
 
 // Source is one config parameter of a Snapshot.
 type Source struct {
-	Name    string `json:"name"`
-	Version int64  `json:"version"`
-	Type    string `json:"type"`
+	// Name is the parameter's full name.
+	Name string `json:"name"`
+	// Version is the parameter's version when it was read.
+	Version int64 `json:"version"`
+	// Type is String, StringList or SecureString.
+	Type string `json:"type"`
 }
 
 // LastGood keeps the last accepted config of each SSM path in the table
