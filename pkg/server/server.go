@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -152,49 +151,11 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	resolved := map[string][]keys.Key{}
-	unresolved := map[string][]keys.Status{}
 	kinds := map[string]string{}
 	for _, id := range cfg.ProviderIDs() {
-		p := cfg.Providers[id]
-		kinds[id] = p.Kind
-		if len(p.Keys) == 0 {
-			continue
-		}
-		ks := []keys.Key{}
-		for i, ref := range p.Keys {
-			secret, ok, err := h.opts.ResolveKey(ctx, ref)
-			if err != nil {
-				reason := keys.ReasonUnresolved
-				if errors.Is(err, keys.ErrNotFound) {
-					reason = keys.ReasonMissing
-				}
-				name := ref.SSM
-				if name == "" {
-					name = ref.Env
-				}
-				h.log.LogAttrs(ctx, slog.LevelError, "provider key skipped: its reference could not be resolved",
-					slog.String("provider", id), slog.Int("key_index", i), slog.String("ref", name),
-					slog.String("reason", reason), slog.String("error", err.Error()))
-				if h.opts.OnKeyError != nil {
-					h.opts.OnKeyError(id, i, err)
-				}
-				unresolved[id] = append(unresolved[id], keys.Status{Reason: reason, Ref: name})
-				continue
-			}
-			if !ok {
-				h.log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: its reference resolves to nothing",
-					slog.String("provider", id), slog.Int("key_index", i))
-				continue
-			}
-			prio := ref.Priority
-			if prio == 0 {
-				prio = i
-			}
-			ks = append(ks, keys.New(secret, prio))
-		}
-		resolved[id] = ks
+		kinds[id] = cfg.Providers[id].Kind
 	}
+	resolved, unresolved := h.resolveKeys(ctx, cfg)
 	// Whatever picks keys learns the resolved set on every config change
 	// (the in-process pool, or a shared ledger).
 	if ks, ok := h.opts.Keys.(interface{ SetKeys(map[string][]keys.Key) }); ok {
