@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/llmgw/llmgw/pkg/app"
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 func main() {
@@ -25,7 +26,7 @@ func main() {
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
 	flag.StringVar(&o.Store.Kind, "store", "embedded", "state store: embedded (a local file, no AWS) or dynamodb (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, credentials chain)")
 	flag.StringVar(&o.Store.StatePath, "state", app.DefaultStatePath, "embedded store file")
-	flag.StringVar(&o.Store.Table, "table", "llmgw", "DynamoDB table (created if missing)")
+	flag.StringVar(&o.Store.Table, "table", deployment.DefaultTable, "DynamoDB table (created if missing)")
 	flag.Parse()
 	o.Logger = log
 	if err := app.RunLocal(context.Background(), o); err != nil {

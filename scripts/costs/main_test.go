@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -110,7 +111,7 @@ func TestCostTableThroughTheGateway(t *testing.T) {
 	srv := httptest.NewServer(usage.NewHandler(s, current, usage.HandlerOptions{Viewer: auth.UsageViewer, Roller: usage.NewRoller(s, current),
 		Now: func() time.Time { return now }}))
 	defer srv.Close()
-	t.Setenv("LLMGW_KEY", key)
+	t.Setenv(deployment.EnvKey, key)
 	var b bytes.Buffer
 	if err := run(context.Background(), []string{"-url", srv.URL, "-refresh"}, &b, now); err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestCostTableThroughTheGateway(t *testing.T) {
 	if out := b.String(); strings.Index(out, "\n  ads ") > strings.Index(out, "\n  search ") || !strings.Contains(out, "9.5100") {
 		t.Fatalf("through the gateway:\n%s", out)
 	}
-	t.Setenv("LLMGW_KEY", "llmgw_wrong")
+	t.Setenv(deployment.EnvKey, "llmgw_wrong")
 	if err := run(context.Background(), []string{"-url", srv.URL}, &b, now); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong key: %v", err)
 	}

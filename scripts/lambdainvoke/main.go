@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/lambdaemu"
 )
 
@@ -50,9 +51,9 @@ func run(eventFile, cfg string, timeout time.Duration) error {
 	}
 	defer rt.Close()
 	fn := exec.Command(bin)
-	fn.Env = append(os.Environ(), "AWS_LAMBDA_RUNTIME_API="+rt.Addr(), "LLMGW_STAGE=local")
+	fn.Env = append(os.Environ(), "AWS_LAMBDA_RUNTIME_API="+rt.Addr(), deployment.EnvStage+"=local")
 	if cfg != "" {
-		fn.Env = append(fn.Env, "LLMGW_CONFIG_FILE="+cfg)
+		fn.Env = append(fn.Env, deployment.EnvConfigFile+"="+cfg)
 	}
 	fn.Stdout, fn.Stderr = os.Stderr, os.Stderr // EMF metrics and logs
 	if err := fn.Start(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/teams"
 )
 
@@ -69,17 +70,17 @@ teams:
       - %s
 
 Local run: put it in the file given to -config; the gateway reads it at start.
-On AWS the config is every parameter under /llmgw/%s/config/, merged in name
+On AWS the config is every parameter under %s, merged in name
 order; maps merge, lists are replaced, so a parameter that sets a team's keys
 must list all of them. For example:
 
     aws ssm put-parameter --type String --overwrite \
-      --name /llmgw/%s/config/50-team-%s \
+      --name %s50-team-%s \
       --value 'teams: {%s: {keys: [%s]}}'
 
 It takes effect at the next config refresh, without a deploy. To revoke the key
 later, set revoked: true on its entry (or disabled: true on the team).
-`, *team, *id, key, *team, entry, *stage, *stage, *team, *team, entry)
+`, *team, *id, key, *team, entry, deployment.ConfigPath(*stage), deployment.ConfigPath(*stage), *team, *team, entry)
 	return nil
 }
 
