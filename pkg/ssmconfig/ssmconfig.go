@@ -5,6 +5,9 @@
 // that fails validation, or an SSM error, keeps the last good config and is
 // logged and counted. Provider keys referenced as {ssm: /name} are
 // SecureString parameters, decrypted at load and cached.
+//
+// A config error names the parameter that holds the offending value and
+// the line and column within its value (see attribute.go).
 package ssmconfig
 
 import (
@@ -14,13 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/llmgw/llmgw/pkg/config"
 )
@@ -89,18 +92,20 @@ func (l *Loader) Load(ctx context.Context) (cfg *config.Config, changed bool, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	docs, err := l.read(ctx)
+	params, err := l.read(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	merged, err := Merge(docs)
+	merged, err := mergeParams(params)
 	if err != nil {
 		return nil, false, err
 	}
 	sum := sha256.Sum256(merged)
 	cfg, err = config.Parse(merged)
 	if err != nil {
-		return nil, false, err
+		// Name the parameter that holds the offending value, and the
+		// line and column in it.
+		return nil, false, attribute(err, params, l.Path)
 	}
 	l.mu.Lock()
 	changed = sum != l.digest
@@ -110,8 +115,7 @@ func (l *Loader) Load(ctx context.Context) (cfg *config.Config, changed bool, er
 }
 
 // read returns the parameters under Path, sorted by name.
-func (l *Loader) read(ctx context.Context) ([]string, error) {
-	type param struct{ name, value string }
+func (l *Loader) read(ctx context.Context) ([]param, error) {
 	var params []param
 	in := &ssm.GetParametersByPathInput{Path: aws.String(l.Path), Recursive: aws.Bool(true), WithDecryption: aws.Bool(true)}
 	for {
@@ -131,25 +135,18 @@ func (l *Loader) read(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("ssm: no parameters under %s", l.Path)
 	}
 	sort.Slice(params, func(i, j int) bool { return params[i].name < params[j].name })
-	docs := make([]string, len(params))
-	for i, p := range params {
-		docs[i] = p.value
-	}
-	return docs, nil
+	return params, nil
 }
 
 // Merge deep-merges YAML documents in order: maps merge key by key, any
-// other value (lists included) is replaced by the later document's.
+// other value (lists included) is replaced by the later document's. An
+// error names the document by its index.
 func Merge(docs []string) ([]byte, error) {
-	var acc map[string]any
+	params := make([]param, len(docs))
 	for i, d := range docs {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-			return nil, fmt.Errorf("config parameter %d: %w", i, err)
-		}
-		acc = mergeMaps(acc, m)
+		params[i] = param{strconv.Itoa(i), d}
 	}
-	return yaml.Marshal(acc)
+	return mergeParams(params)
 }
 
 func mergeMaps(dst, src map[string]any) map[string]any {
