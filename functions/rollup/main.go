@@ -14,13 +14,13 @@
 // whose mode is taken from the rule's name ("daily" in it: daily, else
 // hourly) and whose "time" is the run's clock. Hourly recomputes today and
 // yesterday; daily (the close) the two days before today. The table is
-// $LLMGW_TABLE; the config comes from loadConfig.
+// $LLMGW_TABLE; the config comes from loadConfig. -h prints all of this
+// (usagecli.RollupHelp).
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -30,6 +30,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -51,9 +52,9 @@ func main() {
 		lambda.Start(lambdaHandler(log))
 		return
 	}
-	if err := runLocal(context.Background(), os.Args[1:], log); err != nil {
+	if err := runLocal(context.Background(), os.Args[1:], log); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "rollup:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -65,8 +66,8 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: yesterday)")
 	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
 	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := usagecli.RollupHelp.Parse(fs, args, os.Stdout); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	cfg, err := loadConfig(ctx, *cfgPath)
 	if err != nil {
@@ -167,7 +168,7 @@ func parseEvent(raw json.RawMessage, now time.Time) (usage.Mode, time.Time, erro
 // returns its error (EventBridge retries the async invocation) and emits
 // the RollupFailures metric that the stack alarms on.
 func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
-	emf := &metrics.EMF{W: os.Stdout, Stage: os.Getenv("LLMGW_STAGE")}
+	emf := &metrics.EMF{W: os.Stdout, Stage: os.Getenv(usagecli.EnvStage)}
 	var st store.Store
 	return func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
 		sum, err := func() (usage.RunSummary, error) {
@@ -182,7 +183,7 @@ func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessa
 			if st == nil {
 				table := os.Getenv(usagecli.EnvTable)
 				if table == "" {
-					return usage.RunSummary{}, errors.New("rollup: LLMGW_TABLE is not set")
+					return usage.RunSummary{}, fmt.Errorf("rollup: %s is not set", usagecli.EnvTable)
 				}
 				client, err := dynamo.LoadClient(ctx)
 				if err != nil {

@@ -9,59 +9,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/teamkey"
 )
 
-// TestMain runs main itself when asked to, so tests can check its exit
-// status and output as a shell sees them.
 func TestMain(m *testing.M) {
-	if os.Getenv("NEWKEY_TEST_MAIN") == "1" {
-		os.Args = append([]string{"newkey"}, strings.Fields(os.Getenv("NEWKEY_TEST_ARGS"))...)
-		main()
-		return
-	}
+	cmdhelptest.MainIfChild(main)
 	os.Exit(m.Run())
 }
 
-// runMain runs the command's main in a child process.
-func runMain(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "NEWKEY_TEST_MAIN=1", "NEWKEY_TEST_ARGS="+strings.Join(args, " "))
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	if x, ok := err.(*exec.ExitError); ok {
-		return o.String(), e.String(), x.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return o.String(), e.String(), 0
-}
-
 func TestHelpExitsZeroAndExplainsEverything(t *testing.T) {
-	for _, h := range []string{"-h", "-help", "--help"} {
-		out, errOut, code := runMain(t, h)
-		if code != 0 || errOut != "" {
-			t.Fatalf("%s: exit %d, stderr %q", h, code, errOut)
-		}
-		for _, want := range []string{"newkey - create a team API key", "Usage:", "Runs locally only",
-			"-team", "-id", "-stage", "-json", "-config", "-env", "-admin", "Environment: reads no LLMGW_*",
-			"LLMGW_KEY_TEAM", "eval \"$(go run ./scripts/newkey -team search -config gw.yaml -env)\""} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: help lacks %q:\n%s", h, want, out)
-			}
-		}
-	}
-	if _, errOut, code := runMain(t, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") || !strings.Contains(errOut, "-h") {
+	want := []string{"newkey - create a team API key", "Usage:", "Runs locally only",
+		"-team", "-id", "-stage", "-json", "-config", "-env", "-admin", "Environment: reads no LLMGW_*",
+		"LLMGW_KEY_TEAM", "eval \"$(go run ./scripts/newkey -team search -config gw.yaml -env)\""}
+	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".")...)...)
+	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") || !strings.Contains(errOut, "-h") {
 		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)
 	}
-	if _, errOut, code := runMain(t); code != 2 || !strings.Contains(errOut, "-team is required") {
+	if _, errOut, code := cmdhelptest.Run(t, nil); code != 2 || !strings.Contains(errOut, "-team is required") {
 		t.Errorf("no -team: exit %d, stderr %q", code, errOut)
 	}
 }
