@@ -111,6 +111,7 @@ func Usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 type usageError struct{ error }
 
+// Unwrap returns the error itself.
 func (u usageError) Unwrap() error { return u.error }
 
 func indent(s string) string {

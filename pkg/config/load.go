@@ -76,6 +76,7 @@ func Parse(b []byte) (*Config, error) {
 // decodeError is a failure of decode, to be explained from the document.
 type decodeError struct{ err error }
 
+// Error is the decoder's message.
 func (d decodeError) Error() string { return d.err.Error() }
 
 // decode is the loader's decoding: YAML to generic values, to JSON, decoded
