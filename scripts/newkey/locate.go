@@ -288,4 +288,3 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
-
