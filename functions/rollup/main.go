@@ -14,7 +14,8 @@
 // whose mode is taken from the rule's name ("daily" in it: daily, else
 // hourly) and whose "time" is the run's clock. Hourly recomputes today and
 // yesterday; daily (the close) the two days before today. The table is
-// $LLMGW_TABLE; the config comes from loadConfig.
+// $LLMGW_TABLE; the config comes from loadConfig. -h prints all of this
+// (usagecli.RollupHelp).
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
@@ -53,9 +55,9 @@ func main() {
 		lambda.Start(lambdaHandler(log, os.Getenv))
 		return
 	}
-	if err := runLocal(context.Background(), os.Args[1:], log); err != nil {
+	if err := runLocal(context.Background(), os.Args[1:], log); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "rollup:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -67,8 +69,8 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: yesterday)")
 	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
 	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := usagecli.RollupHelp.Parse(fs, args, os.Stdout); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	cfg, err := loadConfig(ctx, *cfgPath, os.Getenv)
 	if err != nil {

@@ -11,7 +11,7 @@
 // included). -refresh runs the rollup for the range first. With -url it
 // asks a running gateway (GET /v1/usage) with the key in $LLMGW_KEY: an
 // admin key sees every team. Use -url while a local gateway holds the
-// embedded store file.
+// embedded store file. -h prints all of this.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -34,9 +35,9 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "costs:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
