@@ -5,17 +5,18 @@ import (
 	"io"
 
 	"github.com/llmgw/llmgw/pkg/cmdhelp"
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 // The environment the gateway reads, named here for its help (the names
 // are read in lambda.go and store.go).
 const (
 	envLambdaRuntime = "AWS_LAMBDA_RUNTIME_API"
-	envConfigPath    = "LLMGW_CONFIG_PATH"
-	envConfigFile    = "LLMGW_CONFIG_FILE"
-	envConfigRefresh = "LLMGW_CONFIG_REFRESH"
-	envStage         = "LLMGW_STAGE"
-	envTable         = "LLMGW_TABLE"
+	envConfigPath    = deployment.EnvConfigPath
+	envConfigFile    = deployment.EnvConfigFile
+	envConfigRefresh = deployment.EnvConfigRefresh
+	envStage         = deployment.EnvStage
+	envTable         = deployment.EnvTable
 )
 
 // GatewayHelp is the -h of functions/gateway.

@@ -24,8 +24,8 @@ import (
 // none itself, and the bootstrap inherits the rest of the environment.
 const (
 	envRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
-	envStage      = "LLMGW_STAGE"
-	envConfigFile = "LLMGW_CONFIG_FILE"
+	envStage      = deployment.EnvStage
+	envConfigFile = deployment.EnvConfigFile
 )
 
 var help = cmdhelp.Command{
@@ -90,7 +90,7 @@ func run(eventFile, cfg string, timeout time.Duration) error {
 	}
 	defer rt.Close()
 	fn := exec.Command(bin)
-	fn.Env = append(os.Environ(), "AWS_LAMBDA_RUNTIME_API="+rt.Addr(), deployment.EnvStage+"=local")
+	fn.Env = append(os.Environ(), envRuntimeAPI+"="+rt.Addr(), envStage+"=local")
 	if cfg != "" {
 		fn.Env = append(fn.Env, deployment.EnvConfigFile+"="+cfg)
 	}

@@ -1,9 +1,12 @@
 package usagecli
 
-import "github.com/llmgw/llmgw/pkg/cmdhelp"
+import (
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
+	"github.com/llmgw/llmgw/pkg/deployment"
+)
 
 // EnvStage names the Stage dimension of the rollup's metrics on Lambda.
-const EnvStage = "LLMGW_STAGE"
+const EnvStage = deployment.EnvStage
 
 // ConfigEnv documents how the usage commands find the gateway's config
 // (LoadConfig), for their -h.
