@@ -52,8 +52,8 @@ func run(ctx context.Context, args []string, out io.Writer, now time.Time) error
 	detail := fs.Bool("detail", false, "also list each team's routes and tags")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
 	gateway := fs.String("url", "", "read through a running gateway's GET /v1/usage (key in $"+deployment.EnvKey+") instead of the store")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := help.Parse(fs, args, out); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	if *from == "" {
 		*from = now.UTC().Format("2006-01") + "-01"

@@ -151,7 +151,7 @@ must list all of them. For example:
 
 It takes effect at the next config refresh, without a deploy. To revoke the key
 later, set revoked: true on its entry (or disabled: true on the team).
-`, o.team, o.id, key, o.team, entry, o.stage, o.stage, o.team, o.team, entry)
+`, o.team, o.id, key, o.team, entry, deployment.ConfigPath(o.stage), deployment.ConfigPath(o.stage), o.team, o.team, entry)
 	return nil
 }
 
