@@ -14,7 +14,8 @@
 // whose mode is taken from the rule's name ("daily" in it: daily, else
 // hourly) and whose "time" is the run's clock. Hourly recomputes today and
 // yesterday; daily (the close) the two days before today. The table is
-// $LLMGW_TABLE; the config comes from loadConfig.
+// $LLMGW_TABLE; the config comes from loadConfig. -h prints all of this
+// (usagecli.RollupHelp).
 package main
 
 import (
@@ -30,7 +31,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
@@ -40,20 +43,21 @@ import (
 
 // loadConfig is THE place the rollup gets its config from (teams to roll
 // up, usage.ttl): $LLMGW_CONFIG_FILE, else the SSM path $LLMGW_CONFIG_PATH
-// (pkg/ssmconfig), else the demo config.
-func loadConfig(ctx context.Context, path string) (*config.Config, error) {
-	return usagecli.LoadConfig(ctx, path)
+// (pkg/ssmconfig), else the demo config; the environment is read through
+// getenv.
+func loadConfig(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {
+	return usagecli.LoadConfigFrom(ctx, path, getenv)
 }
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		lambda.Start(lambdaHandler(log))
+		lambda.Start(lambdaHandler(log, os.Getenv))
 		return
 	}
-	if err := runLocal(context.Background(), os.Args[1:], log); err != nil {
+	if err := runLocal(context.Background(), os.Args[1:], log); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "rollup:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -61,14 +65,14 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("rollup", flag.ContinueOnError)
 	var sf usagecli.StoreFlags
 	sf.Register(fs)
-	cfgPath := fs.String("config", "", "gateway config file (its teams are rolled up); default $LLMGW_CONFIG_FILE, $LLMGW_CONFIG_PATH (SSM) or the demo config")
+	cfgPath := fs.String("config", "", "gateway config file (its teams are rolled up); default $"+deployment.EnvConfigFile+", $"+deployment.EnvConfigPath+" (SSM) or the demo config")
 	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: yesterday)")
 	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
 	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := usagecli.RollupHelp.Parse(fs, args, os.Stdout); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
-	cfg, err := loadConfig(ctx, *cfgPath)
+	cfg, err := loadConfig(ctx, *cfgPath, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -165,9 +169,11 @@ func parseEvent(raw json.RawMessage, now time.Time) (usage.Mode, time.Time, erro
 
 // lambdaHandler runs one scheduled rollup per invocation. A failed run
 // returns its error (EventBridge retries the async invocation) and emits
-// the RollupFailures metric that the stack alarms on.
-func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
-	emf := &metrics.EMF{W: os.Stdout, Stage: os.Getenv("LLMGW_STAGE")}
+// the RollupFailures metric that the stack alarms on. The environment is
+// read through getenv: the variables of deployment.RollupEnv (and the
+// local config-file override).
+func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
+	emf := &metrics.EMF{W: os.Stdout, Stage: getenv(deployment.EnvStage)}
 	var st store.Store
 	return func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
 		sum, err := func() (usage.RunSummary, error) {
@@ -175,14 +181,14 @@ func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessa
 			if err != nil {
 				return usage.RunSummary{}, err
 			}
-			cfg, err := loadConfig(ctx, "")
+			cfg, err := loadConfig(ctx, "", getenv)
 			if err != nil {
 				return usage.RunSummary{}, err
 			}
 			if st == nil {
-				table := os.Getenv(usagecli.EnvTable)
+				table := getenv(deployment.EnvTable)
 				if table == "" {
-					return usage.RunSummary{}, errors.New("rollup: LLMGW_TABLE is not set")
+					return usage.RunSummary{}, errors.New("rollup: " + deployment.EnvTable + " is not set")
 				}
 				client, err := dynamo.LoadClient(ctx)
 				if err != nil {
@@ -200,7 +206,7 @@ func lambdaHandler(log *slog.Logger) func(ctx context.Context, raw json.RawMessa
 			return r.Run(ctx, from, to)
 		}()
 		if err != nil {
-			emf.Count("RollupFailures", float64(max(sum.Failed, 1)))
+			emf.Count(deployment.MetricRollupFailures, float64(max(sum.Failed, 1)))
 			log.Error("rollup failed", slog.Any("error", err), slog.Any("summary", sum))
 			return sum, err
 		}

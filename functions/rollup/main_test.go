@@ -7,11 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -127,9 +132,11 @@ func TestLocalRunOnTheEmbeddedFile(t *testing.T) {
 	}
 }
 
-// TestLambdaHandlerOnDynamoDB runs the Lambda handler against dynalite
-// with the hourly event file: yesterday and today (of the event's time)
-// are rolled up.
+// TestLambdaHandlerOnDynamoDB runs the Lambda handler against dynalite,
+// with its config in (fake) SSM, given exactly the variables the stack
+// sets (deployment.RollupEnv), with the hourly event file: yesterday and
+// today (of the event's time) are rolled up. The variables it reads are
+// exactly the contract's.
 func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	endpoint := storetest.StartDynalite(t)
 	table := storetest.UniqueTableName(t)
@@ -137,20 +144,25 @@ func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	if err := s.EnsureTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	cfgFile := filepath.Join(t.TempDir(), "gw.yaml")
-	if err := os.WriteFile(cfgFile, []byte(testConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{"LLMGW_TABLE": table, "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake", "LLMGW_CONFIG_FILE": cfgFile, "LLMGW_CONFIG_PATH": "",
+	ssm := ssmtest.New()
+	defer ssm.Close()
+	ssm.Put(deployment.ConfigPath("test")+"00-base", "String", testConfig)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SSM": ssm.URL, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake",
 		"AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
 		t.Setenv(k, v)
 	}
+	env := map[string]string{deployment.EnvTable: table, deployment.EnvConfigPath: deployment.ConfigPath("test"), deployment.EnvStage: "test"}
+	if len(env) != len(deployment.RollupEnv()) {
+		t.Fatalf("the test sets %v; the stack sets %v", env, deployment.RollupEnv())
+	}
+	read := map[string]bool{}
+	getenv := func(k string) string { read[k] = true; return env[k] }
 	cfg, _ := config.Parse([]byte(testConfig))
 	d2 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	writeRecords(t, s, cfg, d2.AddDate(0, 0, -1), d2, d2.AddDate(0, 0, 1))
 
-	h := lambdaHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := lambdaHandler(slog.New(slog.NewTextHandler(io.Discard, nil)), getenv)
 	sum, err := h(context.Background(), readEvent(t, "scheduled-hourly.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,5 +172,31 @@ func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	}
 	if _, err := h(context.Background(), json.RawMessage(`{"mode":"monthly"}`)); err == nil {
 		t.Fatal("bad mode accepted")
+	}
+	want := append(deployment.RollupEnv(), deployment.EnvConfigFile)
+	var got []string
+	for k := range read {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the rollup reads %v; the contract is %v", got, want)
+	}
+}
+
+func TestMain(m *testing.M) {
+	cmdhelptest.MainIfChild(main)
+	os.Exit(m.Run())
+}
+
+// TestHelp: -h explains the local and Lambda modes, every flag and every
+// LLMGW_* variable the rollup reads, and exits 0.
+func TestHelp(t *testing.T) {
+	want := []string{"rollup - aggregate usage records", "Local:", "Lambda:", "AWS_LAMBDA_RUNTIME_API", `{"mode":"hourly"}`,
+		"-from", "-to", "-mode", "-config", "-store", "-state", "-table", "RollupFailures"}
+	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".", "../../pkg/usage/usagecli")...)...)
+	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -9,22 +9,26 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 // MetricNamespace is the CloudWatch namespace of the gateway's Embedded
-// Metric Format log lines.
-const MetricNamespace = "LLMGateway"
+// Metric Format log lines (the deployment contract's).
+const MetricNamespace = deployment.MetricNamespace
 
-// Metric names emitted by the gateway and the rollup (EMF).
+// Metric names emitted by the gateway and the rollup (EMF), from the
+// deployment contract.
 const (
-	MetricRequests           = "Requests"
-	MetricFallbacks          = "Fallbacks"
-	MetricErrors5xx          = "Errors5xx"
-	MetricTTFT               = "TimeToFirstTokenMs"
-	MetricCostUSD            = "CostUSD"
-	MetricBreakerOpen        = "BreakerOpen"
-	MetricConfigReloadErrors = "ConfigReloadErrors"
-	MetricRollupFailures     = "RollupFailures"
+	MetricRequests           = deployment.MetricRequests
+	MetricFallbacks          = deployment.MetricFallbacks
+	MetricErrors5xx          = deployment.MetricErrors5xx
+	MetricTTFT               = deployment.MetricTTFT
+	MetricCostUSD            = deployment.MetricCostUSD
+	MetricBreakerOpen        = deployment.MetricBreakerOpen
+	MetricConfigReloadErrors = deployment.MetricConfigReloadErrors
+	MetricProviderKeyErrors  = deployment.MetricProviderKeyErrors
+	MetricRollupFailures     = deployment.MetricRollupFailures
 )
 
 // fiveMinutes is the period of the gateway metrics and alarms. (A function,

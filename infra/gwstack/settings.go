@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 // Context keys understood by the stack. Every key is optional; pass values
@@ -84,7 +86,7 @@ type Settings struct {
 	CORSAllowedOrigins []string
 	// LogRetentionDays is the retention of both functions' log groups.
 	LogRetentionDays int
-	// ConfigRefresh is passed to the gateway as LLMGW_CONFIG_REFRESH.
+	// ConfigRefresh is passed to the gateway as deployment.EnvConfigRefresh.
 	ConfigRefresh string
 	// SeedConfig is the raw YAML seeded under the config path.
 	SeedConfig []byte
@@ -118,7 +120,7 @@ func DefaultSettings() Settings {
 		RollupTimeout:            5 * time.Minute,
 		FunctionURLAuthType:      AuthNone,
 		LogRetentionDays:         30,
-		ConfigRefresh:            "15s",
+		ConfigRefresh:            deployment.DefaultConfigRefresh.String(),
 		FallbackRateThresholdPct: 20,
 		ErrorRateThresholdPct:    5,
 		AlarmMinRequests:         10,
@@ -128,11 +130,11 @@ func DefaultSettings() Settings {
 
 // ConfigPath is the SSM path that holds the gateway configuration, with a
 // trailing slash: "/llmgw/<stage>/config/".
-func (s Settings) ConfigPath() string { return "/llmgw/" + s.Stage + "/config/" }
+func (s Settings) ConfigPath() string { return deployment.ConfigPath(s.Stage) }
 
 // KeysPath is the SSM path under which operators create the provider API
 // keys as SecureString parameters: "/llmgw/<stage>/keys/".
-func (s Settings) KeysPath() string { return "/llmgw/" + s.Stage + "/keys/" }
+func (s Settings) KeysPath() string { return deployment.KeysPath(s.Stage) }
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 

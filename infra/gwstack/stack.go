@@ -22,14 +22,16 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
-// Environment variable names the functions read.
+// Environment variable names the functions read (the deployment contract's).
 const (
-	EnvTable         = "LLMGW_TABLE"
-	EnvConfigPath    = "LLMGW_CONFIG_PATH"
-	EnvConfigRefresh = "LLMGW_CONFIG_REFRESH"
-	EnvStage         = "LLMGW_STAGE"
+	EnvTable         = deployment.EnvTable
+	EnvConfigPath    = deployment.EnvConfigPath
+	EnvConfigRefresh = deployment.EnvConfigRefresh
+	EnvStage         = deployment.EnvStage
 )
 
 // Gateway is the stack and the resources tests and callers may want to
@@ -126,14 +128,15 @@ func (g *Gateway) removalPolicy() awscdk.RemovalPolicy {
 	return awscdk.RemovalPolicy_RETAIN
 }
 
-// addTable defines the single table: pk/sk strings, TTL on "ttl",
+// addTable defines the single table: partition and sort key strings and the
+// TTL attribute named by the deployment contract,
 // on-demand, PITR, AWS-managed KMS encryption. Retained tables also get
 // deletion protection.
 func (g *Gateway) addTable() {
 	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
-		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-		TimeToLiveAttribute: jsii.String("ttl"),
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrPK), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrSK), Type: awsdynamodb.AttributeType_STRING},
+		TimeToLiveAttribute: jsii.String(deployment.AttrTTL),
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
@@ -201,12 +204,7 @@ func (g *Gateway) addGateway() {
 		ReservedConcurrentExecutions: reserved,
 		Role:                         role,
 		LogGroup:                     g.GatewayLogs,
-		Environment: &map[string]*string{
-			EnvTable:         g.Table.TableName(),
-			EnvConfigPath:    jsii.String(s.ConfigPath()),
-			EnvConfigRefresh: jsii.String(s.ConfigRefresh),
-			EnvStage:         jsii.String(s.Stage),
-		},
+		Environment:                  g.environment(deployment.GatewayEnv()),
 	})
 
 	opts := &awslambda.FunctionUrlOptions{
@@ -234,6 +232,27 @@ func (g *Gateway) addGateway() {
 	g.grantBedrock(role)
 }
 
+// environment returns the values of the named variables (a function's
+// deployment.GatewayEnv or RollupEnv): exactly those, no more.
+func (g *Gateway) environment(names []string) *map[string]*string {
+	env := map[string]*string{}
+	for _, n := range names {
+		switch n {
+		case deployment.EnvTable:
+			env[n] = g.Table.TableName()
+		case deployment.EnvConfigPath:
+			env[n] = jsii.String(g.Settings.ConfigPath())
+		case deployment.EnvConfigRefresh:
+			env[n] = jsii.String(g.Settings.ConfigRefresh)
+		case deployment.EnvStage:
+			env[n] = jsii.String(g.Settings.Stage)
+		default:
+			panic("gwstack: no value for the function variable " + n + " (add it to environment)")
+		}
+	}
+	return &env
+}
+
 // addRollup defines the rollup function and its two schedules.
 func (g *Gateway) addRollup() {
 	s := g.Settings
@@ -250,11 +269,7 @@ func (g *Gateway) addRollup() {
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(s.RollupTimeout.Seconds())),
 		Role:         role,
 		LogGroup:     g.RollupLogs,
-		Environment: &map[string]*string{
-			EnvTable:      g.Table.TableName(),
-			EnvConfigPath: jsii.String(s.ConfigPath()),
-			EnvStage:      jsii.String(s.Stage),
-		},
+		Environment:  g.environment(deployment.RollupEnv()),
 	})
 	g.grantTable(role, rollupTableActions)
 	g.grantConfigRead(role)
@@ -287,8 +302,8 @@ func (g *Gateway) addOutputs() {
 		})
 	}
 	out("FunctionUrl", *g.URL.Url(), "Gateway base URL; OpenAI SDKs use <FunctionUrl>v1 as base_url")
-	out("TableName", *g.Table.TableName(), "DynamoDB table (LLMGW_TABLE)")
-	out("ConfigPath", g.Settings.ConfigPath(), "SSM path of the gateway configuration (LLMGW_CONFIG_PATH)")
+	out("TableName", *g.Table.TableName(), "DynamoDB table ("+deployment.EnvTable+")")
+	out("ConfigPath", g.Settings.ConfigPath(), "SSM path of the gateway configuration ("+deployment.EnvConfigPath+")")
 	out("KeysPath", g.Settings.KeysPath(), "SSM path where operators create provider keys as SecureString parameters")
 	out("GatewayFunctionName", *g.GatewayFn.FunctionName(), "Gateway Lambda function")
 	out("GatewayLogGroup", *g.GatewayLogs.LogGroupName(), "Gateway logs (aws logs tail <name> --follow)")

@@ -20,6 +20,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	_ "github.com/llmgw/llmgw/infra/internal/quietjsii" // must initialize before the CDK packages
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 // assetDir holds dummy gateway/bootstrap and rollup/bootstrap files so the
@@ -323,15 +324,15 @@ func TestTable(t *testing.T) {
 	f.count(t, "AWS::DynamoDB::Table", 1)
 	f.props(t, "AWS::DynamoDB::Table", map[string]interface{}{
 		"KeySchema": []interface{}{
-			map[string]interface{}{"AttributeName": "pk", "KeyType": "HASH"},
-			map[string]interface{}{"AttributeName": "sk", "KeyType": "RANGE"},
+			map[string]interface{}{"AttributeName": deployment.AttrPK, "KeyType": "HASH"},
+			map[string]interface{}{"AttributeName": deployment.AttrSK, "KeyType": "RANGE"},
 		},
 		"AttributeDefinitions": []interface{}{
-			map[string]interface{}{"AttributeName": "pk", "AttributeType": "S"},
-			map[string]interface{}{"AttributeName": "sk", "AttributeType": "S"},
+			map[string]interface{}{"AttributeName": deployment.AttrPK, "AttributeType": "S"},
+			map[string]interface{}{"AttributeName": deployment.AttrSK, "AttributeType": "S"},
 		},
 		"BillingMode":                      "PAY_PER_REQUEST",
-		"TimeToLiveSpecification":          map[string]interface{}{"AttributeName": "ttl", "Enabled": true},
+		"TimeToLiveSpecification":          map[string]interface{}{"AttributeName": deployment.AttrTTL, "Enabled": true},
 		"PointInTimeRecoverySpecification": map[string]interface{}{"PointInTimeRecoveryEnabled": true},
 		"SSESpecification":                 map[string]interface{}{"SSEEnabled": true},
 		"DeletionProtectionEnabled":        true,
@@ -356,10 +357,10 @@ func TestFunctions(t *testing.T) {
 		"MemorySize": 1024,
 		"Timeout":    900,
 		"Environment": map[string]interface{}{"Variables": map[string]interface{}{
-			"LLMGW_TABLE":          map[string]interface{}{"Ref": table},
-			"LLMGW_CONFIG_PATH":    "/llmgw/dev/config/",
-			"LLMGW_CONFIG_REFRESH": "15s",
-			"LLMGW_STAGE":          "dev",
+			deployment.EnvTable:         map[string]interface{}{"Ref": table},
+			deployment.EnvConfigPath:    "/llmgw/dev/config/",
+			deployment.EnvConfigRefresh: "15s",
+			deployment.EnvStage:         "dev",
 		}},
 		"ReservedConcurrentExecutions": assertions.Match_Absent(),
 		"LoggingConfig": map[string]interface{}{
@@ -368,8 +369,8 @@ func TestFunctions(t *testing.T) {
 	})
 	f.props(t, "AWS::Lambda::Function", map[string]interface{}{
 		"Environment": map[string]interface{}{"Variables": map[string]interface{}{
-			"LLMGW_TABLE":       map[string]interface{}{"Ref": table},
-			"LLMGW_CONFIG_PATH": "/llmgw/dev/config/",
+			deployment.EnvTable:      map[string]interface{}{"Ref": table},
+			deployment.EnvConfigPath: "/llmgw/dev/config/",
 		}},
 		"LoggingConfig": map[string]interface{}{
 			"LogGroup": map[string]interface{}{"Ref": f.logicalID(f.g.RollupLogs)},
@@ -657,9 +658,9 @@ func TestContextOverrides(t *testing.T) {
 		"MemorySize":                   2048,
 		"Timeout":                      300,
 		"Environment": map[string]interface{}{"Variables": assertions.Match_ObjectLike(&map[string]interface{}{
-			"LLMGW_STAGE":          "prod",
-			"LLMGW_CONFIG_PATH":    "/llmgw/prod/config/",
-			"LLMGW_CONFIG_REFRESH": "1m",
+			deployment.EnvStage:         "prod",
+			deployment.EnvConfigPath:    "/llmgw/prod/config/",
+			deployment.EnvConfigRefresh: "1m",
 		})},
 	})
 	f.resource(t, "AWS::DynamoDB::Table", map[string]interface{}{
@@ -740,7 +741,7 @@ func TestNagHarnessSeesFindings(t *testing.T) {
 		Resources: jsii.Strings("*"),
 	}))
 	awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrPK), Type: awsdynamodb.AttributeType_STRING},
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nil), nil)
 	ann := assertions.Annotations_FromStack(stack)

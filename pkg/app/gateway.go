@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
@@ -53,8 +54,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 				o.Metrics.BreakerOpen(target)
 			}
 		}})
-	// The handler resolves the config's key references and gives them to
-	// the ledger, now and on every reload.
+	// The server resolves the keys (skipping any that do not resolve) and
+	// hands them to the ledger (SetKeys) on every config it applies.
 	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
@@ -65,8 +66,13 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	g.Roller.Log = log
 
 	h, err := server.New(ctx, cfg, server.Options{
-		Logger:       log,
-		ResolveKey:   o.ResolveKey,
+		Logger:     log,
+		ResolveKey: o.ResolveKey,
+		OnKeyError: func(string, int, error) {
+			if o.Metrics != nil {
+				o.Metrics.Count(deployment.MetricProviderKeyErrors, 1)
+			}
+		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
 		Authenticate: auth.Authenticate,

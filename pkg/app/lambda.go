@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
@@ -15,30 +16,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 )
 
-// LambdaEnv is the Lambda function's configuration, from its environment.
+// LambdaEnv is the Lambda function's configuration, from its environment
+// (the variables of [deployment.GatewayEnv], plus a local config file).
 type LambdaEnv struct {
-	ConfigPath string        // LLMGW_CONFIG_PATH: SSM path of the config parameters
-	ConfigFile string        // LLMGW_CONFIG_FILE: a config file (tests, or no SSM)
-	Refresh    time.Duration // LLMGW_CONFIG_REFRESH (default 15s)
-	Stage      string        // LLMGW_STAGE: the Stage metric dimension
-	Table      string        // LLMGW_TABLE: the DynamoDB table
+	ConfigPath string        // deployment.EnvConfigPath: SSM path of the config parameters
+	ConfigFile string        // deployment.EnvConfigFile: a config file (tests, or no SSM)
+	Refresh    time.Duration // deployment.EnvConfigRefresh (default deployment.DefaultConfigRefresh)
+	Stage      string        // deployment.EnvStage: the Stage metric dimension
+	Table      string        // deployment.EnvTable: the DynamoDB table
 }
 
 // LambdaEnvFromOS reads LambdaEnv from the process environment.
-func LambdaEnvFromOS() (LambdaEnv, error) {
+func LambdaEnvFromOS() (LambdaEnv, error) { return LambdaEnvFrom(os.Getenv) }
+
+// LambdaEnvFrom reads LambdaEnv through getenv.
+func LambdaEnvFrom(getenv func(string) string) (LambdaEnv, error) {
 	e := LambdaEnv{
-		ConfigPath: os.Getenv("LLMGW_CONFIG_PATH"), ConfigFile: os.Getenv("LLMGW_CONFIG_FILE"),
-		Stage: os.Getenv("LLMGW_STAGE"), Table: os.Getenv("LLMGW_TABLE"), Refresh: 15 * time.Second,
+		ConfigPath: getenv(deployment.EnvConfigPath), ConfigFile: getenv(deployment.EnvConfigFile),
+		Stage: getenv(deployment.EnvStage), Table: getenv(deployment.EnvTable), Refresh: deployment.DefaultConfigRefresh,
 	}
-	if v := os.Getenv("LLMGW_CONFIG_REFRESH"); v != "" {
+	if v := getenv(deployment.EnvConfigRefresh); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return e, fmt.Errorf("LLMGW_CONFIG_REFRESH=%q: want a positive duration like 15s", v)
+			return e, fmt.Errorf("%s=%q: want a positive duration like 15s", deployment.EnvConfigRefresh, v)
 		}
 		e.Refresh = d
 	}
@@ -62,69 +68,96 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 
 // NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
 // file), refreshed in the background while requests are served; shared
-// state and usage in DynamoDB (LLMGW_TABLE; without it, an in-memory store
-// local to this instance, with a warning); EMF metrics on metricsOut.
+// state and usage in DynamoDB (the table in deployment.EnvTable; without
+// it, a store local to this instance, with a warning); EMF metrics on
+// metricsOut.
+//
+// Every config accepted from SSM is stored in the table as the last good
+// one. A cold start whose SSM parameters do not validate (or cannot be
+// read) boots on that stored config, logs why and emits the
+// ConfigReloadErrors metric; it fails only when no good config was ever
+// stored. A key reference that does not resolve skips that key (logged,
+// ProviderKeyErrors metric, listed in /healthz) and is retried every
+// keyRetryPeriods refresh periods while the rest serves.
 func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
 	bo := BuildOptions{Logger: log, Metrics: emf}
-	var loader *ssmconfig.Loader
-	var cfg *config.Config
-	if env.ConfigPath == "" {
-		c, err := LoadConfig(env.ConfigFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
-	} else {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("aws config: %w", err)
-		}
-		loader = &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-			OnError: func(error) { emf.Count("ConfigReloadErrors", 1) }}
-		bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
-			return loader.ResolveKey(ctx, ref, os.Getenv)
-		}
-		c, _, err := loader.Load(ctx)
-		if err != nil {
-			emf.Count("ConfigReloadErrors", 1)
-			return nil, fmt.Errorf("%w: %v", ssmconfig.ErrNoConfig, err)
-		}
-		loader.Loaded()
-		cfg = c
-	}
 	so := StoreOptions{Kind: "dynamodb", Table: env.Table}
 	if env.Table == "" {
-		log.Warn("LLMGW_TABLE is not set: breaker, key and usage state stay in this instance's memory")
+		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
 		so = StoreOptions{Kind: "embedded", StatePath: filepath.Join(os.TempDir(), "llmgw-state.db")}
 	}
 	st, _, err := OpenStore(ctx, so)
 	if err != nil {
 		return nil, err
 	}
-	g, err := Build(ctx, cfg, st, bo)
-	if err != nil {
-		return nil, err
-	}
-	if loader == nil {
+	if env.ConfigPath == "" {
+		cfg, err := LoadConfig(env.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		g, err := Build(ctx, cfg, st, bo)
+		if err != nil {
+			return nil, err
+		}
 		return g.Handler, nil
 	}
-	return &refreshing{Handler: g.Handler, loader: loader}, nil
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
+		OnError:  func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
+		LastGood: &ssmconfig.LastGood{Store: st}}
+	bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
+		return loader.ResolveKey(ctx, ref, os.Getenv)
+	}
+	var g *Gateway
+	if _, err := loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
+		built, err := Build(ctx, cfg, st, bo)
+		g = built
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	rh := &refreshing{Handler: g.Handler, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
+	rh.appliedAt.Store(time.Now().UnixNano())
+	return rh, nil
 }
+
+// keyRetryPeriods is how many refresh periods pass between two retries of
+// key references that did not resolve (1 minute by default).
+const keyRetryPeriods = 4
 
 // refreshing serves requests and, when the config is older than the
 // refresh period, reloads it in the background (stale-while-revalidate):
-// no request waits on SSM.
+// no request waits on SSM. While some keys of the config in force did not
+// resolve, it re-applies the config every keyRetry (so a key parameter
+// created after the fact comes into service without a config edit).
 type refreshing struct {
 	*server.Handler
-	loader *ssmconfig.Loader
+	loader    *ssmconfig.Loader
+	keyRetry  time.Duration
+	appliedAt atomic.Int64 // unix nanoseconds of the last applied config
+}
+
+func (rh *refreshing) apply(ctx context.Context, cfg *config.Config) error {
+	if err := rh.Handler.Reload(ctx, cfg); err != nil {
+		return err
+	}
+	rh.appliedAt.Store(time.Now().UnixNano())
+	return nil
 }
 
 func (rh *refreshing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rh.loader.Stale() {
 		go func() {
 			defer rh.loader.Loaded()
-			rh.loader.Reload(context.Background(), rh.Handler.Reload)
+			ctx := context.Background()
+			rh.loader.Reload(ctx, rh.apply)
+			if rh.Handler.UnresolvedKeys() > 0 && time.Since(time.Unix(0, rh.appliedAt.Load())) >= rh.keyRetry {
+				rh.apply(ctx, rh.Handler.Config())
+			}
 		}()
 	}
 	rh.Handler.ServeHTTP(w, r)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -17,7 +18,8 @@ type StoreOptions struct {
 	Kind string
 	// StatePath is the embedded store's file (default .llmgw/state.db).
 	StatePath string
-	// Table is the DynamoDB table (default llmgw, or LLMGW_TABLE).
+	// Table is the DynamoDB table (default: $LLMGW_TABLE, else
+	// deployment.DefaultTable).
 	Table string
 	// CreateTable creates a missing DynamoDB table (local mode only: in AWS
 	// the stack owns the table).
@@ -25,7 +27,7 @@ type StoreOptions struct {
 }
 
 // DefaultStatePath is where local runs keep their embedded store.
-const DefaultStatePath = ".llmgw/state.db"
+const DefaultStatePath = deployment.DefaultStateFile
 
 // OpenStore opens the configured store. DynamoDB loads AWS config the
 // standard way (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, the credential chain).
@@ -49,10 +51,10 @@ func OpenStore(ctx context.Context, o StoreOptions) (store.Store, string, error)
 	case "dynamodb":
 		table := o.Table
 		if table == "" {
-			table = os.Getenv("LLMGW_TABLE")
+			table = os.Getenv(deployment.EnvTable)
 		}
 		if table == "" {
-			table = "llmgw"
+			table = deployment.DefaultTable
 		}
 		client, err := dynamo.LoadClient(ctx)
 		if err != nil {

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // ProviderAPIs are the client APIs an upstream may declare it speaks
 // natively (Provider.APIs).
@@ -12,19 +9,19 @@ var ProviderAPIs = []string{"chat", "responses", "embeddings"}
 // validateAPIs checks a provider's apis: known API names, each once, and
 // only on the kinds that can pass a client's bytes through (openai and
 // fake; the others translate every request).
-func (p *Provider) validateAPIs(at string) error {
+func (p *Provider) validateAPIs(at Path) error {
 	if len(p.APIs) == 0 {
 		return nil
 	}
 	if p.Kind != "openai" && p.Kind != "fake" {
-		return fmt.Errorf("config: %s.apis: only kinds openai and fake declare the APIs they speak; kind %s translates every request", at, p.Kind)
+		return errAt(at.Key("apis"), "only kinds openai and fake declare the APIs they speak; kind %s translates every request", p.Kind)
 	}
 	for i, api := range p.APIs {
-		if !slices.Contains(ProviderAPIs, api) {
-			return fmt.Errorf("config: %s.apis[%d]: unknown API %q (want chat, responses or embeddings)", at, i, api)
+		if err := oneOf(at.Key("apis").Index(i), "API", api, ProviderAPIs...); err != nil {
+			return err
 		}
 		if slices.Contains(p.APIs[:i], api) {
-			return fmt.Errorf("config: %s.apis[%d]: %q is listed twice", at, i, api)
+			return errAt(at.Key("apis").Index(i), "%s is listed twice", show(api))
 		}
 	}
 	return nil

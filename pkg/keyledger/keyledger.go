@@ -14,6 +14,7 @@ package keyledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -66,12 +67,32 @@ type Status struct {
 	Available        bool      `json:"available"`                  // Pick may choose it now
 	UnavailableUntil time.Time `json:"unavailable_until,omitzero"` // end of a 429 cooldown
 	Disabled         bool      `json:"disabled,omitempty"`         // rejected with a 401/403
-	// Reason is why the key is not available: "disabled", "rate_limited"
-	// or "low_headroom"; empty when it is.
+	// Reason is why the key is not available: "disabled", "rate_limited",
+	// "low_headroom", [ReasonMissing] or [ReasonUnresolved]; empty when it
+	// is.
 	Reason string `json:"reason,omitempty"`
+	// Ref names the configured reference (an SSM parameter or environment
+	// variable name, never a secret) of a key that could not be resolved;
+	// such a key has no fingerprint and is never picked.
+	Ref string `json:"ref,omitempty"`
 	// Headroom is the provider's last reported remaining quota.
 	Headroom []Limit `json:"headroom,omitempty"`
 }
+
+// Reasons of a configured key that is not in service because its
+// reference could not be resolved (see [Status.Ref]).
+const (
+	// ReasonMissing: the reference names nothing (e.g. no such SSM
+	// parameter; see [ErrNotFound]).
+	ReasonMissing = "missing"
+	// ReasonUnresolved: reading the reference failed for another reason
+	// (access denied, throttling, a timeout).
+	ReasonUnresolved = "unresolved"
+)
+
+// ErrNotFound is wrapped by key resolvers when a reference names no
+// secret at all, as opposed to failing to read it.
+var ErrNotFound = errors.New("keyledger: the key reference names nothing")
 
 // Limit is one rate-limit dimension's last reported headroom.
 type Limit struct {

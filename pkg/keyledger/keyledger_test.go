@@ -41,12 +41,13 @@ routes:
 	}
 	secrets := map[string]string{"ONE": "s1", "TWO": "s2", "THREE": "s3"}
 	var logs bytes.Buffer
-	ks, err := Resolve(context.Background(), cfg, func(_ context.Context, ref config.KeyRef) (string, bool, error) {
+	res := Resolve(context.Background(), cfg, func(_ context.Context, ref config.KeyRef) (string, bool, error) {
 		s, ok := secrets[ref.Env]
 		return s, ok, nil
-	}, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
+	}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	ks := res.Keys
+	if len(res.Unresolved) != 0 {
+		t.Fatalf("unresolved %v: every reference resolved or resolved to nothing", res.Unresolved)
 	}
 	a := ks["a"]
 	if len(a) != 3 || a[0] != NewKey("s1", 0) || a[1] != NewKey("s2", 7) || a[2] != NewKey("s3", 3) {
@@ -63,10 +64,18 @@ routes:
 	}
 
 	boom := fmt.Errorf("ssm down")
-	if _, err := Resolve(context.Background(), cfg, func(context.Context, config.KeyRef) (string, bool, error) {
+	var reported []string
+	res = Resolve(context.Background(), cfg, func(_ context.Context, ref config.KeyRef) (string, bool, error) {
+		if ref.Env == "TWO" {
+			return "", false, fmt.Errorf("ssm: %w", ErrNotFound)
+		}
 		return "", false, boom
-	}, nil); err == nil || !strings.Contains(err.Error(), "provider a: keys[0]") {
-		t.Fatalf("a resolver error must name the provider and key index: %v", err)
+	}, nil, func(p string, i int, err error) { reported = append(reported, fmt.Sprintf("%s[%d]", p, i)) })
+	if len(res.Keys["a"]) != 0 || len(res.Unresolved["a"]) != 4 || strings.Join(reported, ",") != "a[0],a[1],a[2],a[3],b[0]" {
+		t.Fatalf("failed references must be skipped, listed and reported: %+v, reported %v", res, reported)
+	}
+	if u := res.Unresolved["a"]; u[0].Reason != ReasonUnresolved || u[2].Reason != ReasonMissing || u[2].Ref != "TWO" || u[0].Ref != "ONE" || u[0].Fingerprint != "" {
+		t.Fatalf("unresolved statuses %+v", u)
 	}
 }
 

@@ -2,7 +2,7 @@ package keyledger
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -24,16 +24,25 @@ func Env(_ context.Context, ref config.KeyRef) (string, bool, error) {
 	return v, v != "", nil
 }
 
-// Resolve resolves every provider's key references in cfg into keys
-// (provider id -> keys), for [Ledger.SetKeys]. It is the one place key
-// references are resolved. A reference that resolves to nothing is skipped
-// (with a warning on log, when log is not nil); a key's priority is its
-// configured priority, else its index in the list; a provider configured
-// without keys is absent from the result (Pick then returns the zero Key
-// for it), while one whose references all resolve to nothing has an empty
-// list (no usable key).
-func Resolve(ctx context.Context, cfg *config.Config, resolve Resolver, log *slog.Logger) (map[string][]Key, error) {
-	out := map[string][]Key{}
+// Resolution is the outcome of resolving a config's key references.
+type Resolution struct {
+	// Keys maps provider id -> its usable keys, for [Ledger.SetKeys]. A
+	// provider configured without keys is absent (Pick then returns the
+	// zero Key for it); one whose references all failed has an empty list.
+	Keys map[string][]Key
+	// Unresolved maps provider id -> the keys whose reference failed to
+	// resolve (no fingerprint; Ref and Reason set), for /healthz.
+	Unresolved map[string][]Status
+}
+
+// Resolve resolves every provider's key references in cfg. It is the one
+// place key references are resolved. A reference that resolves to nothing
+// is skipped with a warning; one whose resolution fails is skipped too,
+// logged by name (never a secret), reported to onError (when not nil) and
+// listed in Unresolved: one missing key never stops the rest of the config.
+// A key's priority is its configured priority, else its index in the list.
+func Resolve(ctx context.Context, cfg *config.Config, resolve Resolver, log *slog.Logger, onError func(provider string, keyIndex int, err error)) Resolution {
+	out := Resolution{Keys: map[string][]Key{}, Unresolved: map[string][]Status{}}
 	for _, id := range cfg.ProviderIDs() {
 		p := cfg.Providers[id]
 		if len(p.Keys) == 0 {
@@ -43,7 +52,11 @@ func Resolve(ctx context.Context, cfg *config.Config, resolve Resolver, log *slo
 		for i, ref := range p.Keys {
 			secret, ok, err := resolve(ctx, ref)
 			if err != nil {
-				return nil, fmt.Errorf("provider %s: keys[%d]: %w", id, i, err)
+				out.Unresolved[id] = append(out.Unresolved[id], unresolved(ctx, log, id, i, ref, err))
+				if onError != nil {
+					onError(id, i, err)
+				}
+				continue
 			}
 			if !ok {
 				if log != nil {
@@ -58,7 +71,26 @@ func Resolve(ctx context.Context, cfg *config.Config, resolve Resolver, log *slo
 			}
 			ks = append(ks, NewKey(secret, prio))
 		}
-		out[id] = ks
+		out.Keys[id] = ks
 	}
-	return out, nil
+	return out
+}
+
+// unresolved logs one key reference that failed to resolve and returns its
+// status: no fingerprint, the reference's name and why.
+func unresolved(ctx context.Context, log *slog.Logger, provider string, i int, ref config.KeyRef, err error) Status {
+	reason := ReasonUnresolved
+	if errors.Is(err, ErrNotFound) {
+		reason = ReasonMissing
+	}
+	name := ref.SSM
+	if name == "" {
+		name = ref.Env
+	}
+	if log != nil {
+		log.LogAttrs(ctx, slog.LevelError, "provider key skipped: its reference could not be resolved",
+			slog.String("provider", provider), slog.Int("key_index", i), slog.String("ref", name),
+			slog.String("reason", reason), slog.String("error", err.Error()))
+	}
+	return Status{Reason: reason, Ref: name}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/internal/testkit"
 
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/lambdaemu"
 	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -66,6 +67,15 @@ type lockedBuffer = testkit.SyncBuffer
 type function struct {
 	rt             *lambdaemu.Runtime
 	stdout, stderr *lockedBuffer
+	cmd            *exec.Cmd
+	done           chan struct{} // closed when the process has exited
+	exitErr        error         // set before done is closed
+}
+
+// stop kills the function's process (one instance going away).
+func (f *function) stop() {
+	f.cmd.Process.Kill()
+	<-f.done
 }
 
 // start runs the bootstrap binary against a fresh emulated Runtime API.
@@ -76,15 +86,17 @@ func start(t *testing.T, env ...string) *function {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	f := &function{rt: rt, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	f := &function{rt: rt, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd := exec.Command(bootstrap)
-	cmd.Env = append([]string{"AWS_LAMBDA_RUNTIME_API=" + rt.Addr(), "PATH=" + os.Getenv("PATH"), "LLMGW_STAGE=test",
+	f.cmd = cmd
+	cmd.Env = append([]string{"AWS_LAMBDA_RUNTIME_API=" + rt.Addr(), "PATH=" + os.Getenv("PATH"), deployment.EnvStage + "=test",
 		"AWS_LAMBDA_FUNCTION_NAME=llmgw-test-gateway", "AWS_REGION=us-east-1"}, env...)
 	cmd.Stdout, cmd.Stderr = f.stdout, f.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go func() { f.exitErr = cmd.Wait(); close(f.done) }()
+	t.Cleanup(f.stop)
 	return f
 }
 
@@ -116,6 +128,13 @@ func invoke(t *testing.T, f *function, ev []byte, budget time.Duration) *lambdae
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	go func() { // a process that died answers nothing: fail at once
+		select {
+		case <-f.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	resp, err := f.rt.Invoke(ctx, ev, time.Now().Add(budget))
 	if err != nil {
 		t.Fatalf("invoke: %v\nstderr: %s", err, f.stderr.String())
@@ -157,7 +176,7 @@ providers:
 routes:
   demo: {targets: [{provider: down, model: a}, {provider: up, model: b}]}
 `, down.URL, up.URL))
-	f := start(t, "LLMGW_CONFIG_FILE="+cfg)
+	f := start(t, deployment.EnvConfigFile+"="+cfg)
 	resp := invoke(t, f, event(t, "function-url-chat-stream.json"), time.Minute)
 	if resp.Status != 200 || resp.Headers.Get("x-gateway-provider") != "up" || resp.Headers.Get("x-gateway-fallback-depth") != "1" {
 		t.Fatalf("prelude: %d %v", resp.Status, resp.Headers)
@@ -221,7 +240,7 @@ routes:
 	if err := st.EnsureTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := start(t, "LLMGW_CONFIG_FILE="+cfg, "LLMGW_TABLE="+table, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
+	f := start(t, deployment.EnvConfigFile+"="+cfg, deployment.EnvTable+"="+table, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
 		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret")
 
 	t.Run("deadline", func(t *testing.T) {
@@ -269,7 +288,7 @@ providers:
 routes:
   demo: {targets: [{provider: steady, model: fake-1}]}
 `)
-	f := start(t, "LLMGW_CONFIG_FILE="+cfg)
+	f := start(t, deployment.EnvConfigFile+"="+cfg)
 	cases := []struct {
 		file     string
 		status   int
@@ -315,7 +334,7 @@ routes:
   demo: {targets: [{provider: steady, model: fake-1}]}
 `)
 	srv.Put("/llmgw/test/config/50-teams", "String", fmt.Sprintf(teamsYAML, exampleKeyHash))
-	f := start(t, "LLMGW_CONFIG_PATH=/llmgw/test/config/", "LLMGW_CONFIG_REFRESH=1s", "AWS_ENDPOINT_URL_SSM="+srv.URL,
+	f := start(t, deployment.EnvConfigPath+"="+deployment.ConfigPath("test"), deployment.EnvConfigRefresh+"=1s", "AWS_ENDPOINT_URL_SSM="+srv.URL,
 		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret")
 	resp := invoke(t, f, event(t, "function-url-chat.json"), time.Minute)
 	body, _ := io.ReadAll(resp.Body)

@@ -11,11 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // Namespace is the CloudWatch namespace of every gateway metric.
-const Namespace = "LLMGateway"
+const Namespace = deployment.MetricNamespace
 
 // EMF writes metrics in Embedded Metric Format.
 type EMF struct {
@@ -68,19 +69,19 @@ func (e *EMF) Request(rec *exchange.Record) {
 	}
 	doc := map[string]any{
 		"Route": rec.Route, "Team": team, "request_id": rec.RequestID,
-		"Requests": 1, "Fallbacks": b2i(rec.FallbackDepth > 0), "Errors5xx": b2i(rec.Status >= 500),
-		"CostUSD": rec.CostUSD,
+		deployment.MetricRequests: 1, deployment.MetricFallbacks: b2i(rec.FallbackDepth > 0),
+		deployment.MetricErrors5xx: b2i(rec.Status >= 500), deployment.MetricCostUSD: rec.CostUSD,
 	}
-	perRoute := []metricDef{{"Requests", "Count"}, {"Fallbacks", "Count"}, {"Errors5xx", "Count"}}
-	perTeam := []metricDef{{"CostUSD", "None"}, {"Requests", "Count"}, {"Fallbacks", "Count"}}
+	perRoute := []metricDef{{deployment.MetricRequests, "Count"}, {deployment.MetricFallbacks, "Count"}, {deployment.MetricErrors5xx, "Count"}}
+	perTeam := []metricDef{{deployment.MetricCostUSD, "None"}, {deployment.MetricRequests, "Count"}, {deployment.MetricFallbacks, "Count"}}
 	if rec.MalformedFrames > 0 {
-		doc["MalformedFrames"] = rec.MalformedFrames
-		perRoute = append(perRoute, metricDef{"MalformedFrames", "Count"})
+		doc[deployment.MetricMalformedFrames] = rec.MalformedFrames
+		perRoute = append(perRoute, metricDef{deployment.MetricMalformedFrames, "Count"})
 	}
 	if rec.TTFTMillis > 0 {
-		doc["TimeToFirstTokenMs"] = rec.TTFTMillis
-		perRoute = append(perRoute, metricDef{"TimeToFirstTokenMs", "Milliseconds"})
-		perTeam = append(perTeam, metricDef{"TimeToFirstTokenMs", "Milliseconds"})
+		doc[deployment.MetricTTFT] = rec.TTFTMillis
+		perRoute = append(perRoute, metricDef{deployment.MetricTTFT, "Milliseconds"})
+		perTeam = append(perTeam, metricDef{deployment.MetricTTFT, "Milliseconds"})
 	}
 	e.emit(doc,
 		directive{Namespace, [][]string{{"Stage"}, {"Stage", "Route"}}, perRoute},
@@ -89,12 +90,12 @@ func (e *EMF) Request(rec *exchange.Record) {
 
 // BreakerOpen emits BreakerOpen=1 by [Stage] and [Stage, Target].
 func (e *EMF) BreakerOpen(target string) {
-	e.emit(map[string]any{"Target": target, "BreakerOpen": 1},
-		directive{Namespace, [][]string{{"Stage"}, {"Stage", "Target"}}, []metricDef{{"BreakerOpen", "Count"}}})
+	e.emit(map[string]any{"Target": target, deployment.MetricBreakerOpen: 1},
+		directive{Namespace, [][]string{{"Stage"}, {"Stage", "Target"}}, []metricDef{{deployment.MetricBreakerOpen, "Count"}}})
 }
 
-// Count emits a single counter by [Stage], e.g. ConfigReloadErrors or
-// RollupFailures.
+// Count emits a single counter by [Stage], e.g.
+// deployment.MetricConfigReloadErrors.
 func (e *EMF) Count(name string, n float64) {
 	e.emit(map[string]any{name: n}, directive{Namespace, [][]string{{"Stage"}}, []metricDef{{name, "Count"}}})
 }

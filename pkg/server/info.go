@@ -62,7 +62,9 @@ type targetHealth struct {
 	Keys     []keyledger.Status `json:"keys,omitempty"`
 }
 
-// health serves GET /healthz: every target's breaker and key state.
+// health serves GET /healthz: every target's breaker and key state,
+// including configured keys that are not in service because their
+// reference did not resolve (keys.Status Ref and Reason).
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 	rt := h.current.Load()
 	out := struct {
@@ -83,7 +85,7 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 			seen[id] = true
 			p := rt.cfg.Providers[t.Provider]
 			th := targetHealth{ID: id, Provider: t.Provider, Kind: p.Kind, Model: t.Model, Disabled: p.Disabled,
-				Breaker: h.opts.Breakers.Snapshot(id), Keys: h.opts.Keys.Statuses(t.Provider, t.Model)}
+				Breaker: h.opts.Breakers.Snapshot(id), Keys: append(h.opts.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
 			if t.Breaker != "" {
 				th.Breaker.Forced = breaker.Force(t.Breaker)
 			}

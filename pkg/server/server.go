@@ -40,10 +40,17 @@ type Options struct {
 	// Nil: the record is only logged.
 	Record func(ctx context.Context, rec *exchange.Record)
 	// ResolveKey returns the secret a key reference points at; ok false
-	// skips that key. Nil: environment variables only (keyledger.Env).
-	// Key references are resolved here only, on every config load (New
-	// and Reload), and handed to Keys with SetKeys.
+	// skips that key. An error skips it too, and /healthz lists it as not
+	// in service (reason keyledger.ReasonMissing when the error wraps
+	// keyledger.ErrNotFound, else keyledger.ReasonUnresolved): one missing
+	// key never stops the rest of the config. Nil: environment variables
+	// only (keyledger.Env). Key references are resolved on every config
+	// load (New and Reload), by keyledger.Resolve, and handed to Keys with
+	// SetKeys.
 	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
+	// OnKeyError, when set, is told each time a key reference fails to
+	// resolve (the ProviderKeyErrors metric).
+	OnKeyError func(provider string, keyIndex int, err error)
 	// Breakers guards targets (nil: a breaker.Breaker with the config's
 	// settings over an in-memory store, shared by nothing but this
 	// handler).
@@ -97,6 +104,9 @@ type runtimeState struct {
 	cfg    *config.Config
 	router *failover.Router
 	kinds  map[string]string // provider id -> kind
+	// unresolved are the configured keys whose reference did not resolve,
+	// by provider (shown in /healthz; never picked).
+	unresolved map[string][]keyledger.Status
 }
 
 // New returns a Handler serving cfg.
@@ -141,7 +151,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 
 // Reload swaps in a new config: it resolves the config's key references
 // and hands the keys to Options.Keys. In-flight requests finish on the old
-// config; breaker and key state carry over.
+// config; breaker and key state carry over. A key whose reference does not
+// resolve is skipped (logged, reported to OnKeyError, listed in /healthz);
+// the rest of the config serves.
 func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	provs, err := providerregistry.Build(ctx, cfg)
 	if err != nil {
@@ -151,12 +163,9 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	for _, id := range cfg.ProviderIDs() {
 		kinds[id] = cfg.Providers[id].Kind
 	}
-	resolved, err := keyledger.Resolve(ctx, cfg, h.opts.ResolveKey, h.log)
-	if err != nil {
-		return err
-	}
-	h.opts.Keys.SetKeys(resolved)
-	rt := &runtimeState{cfg: cfg, kinds: kinds, router: &failover.Router{
+	res := keyledger.Resolve(ctx, cfg, h.opts.ResolveKey, h.log, h.opts.OnKeyError)
+	h.opts.Keys.SetKeys(res.Keys)
+	rt := &runtimeState{cfg: cfg, kinds: kinds, unresolved: res.Unresolved, router: &failover.Router{
 		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
 	}}
 	h.current.Store(rt)
@@ -165,6 +174,16 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 
 // Config returns the config in force.
 func (h *Handler) Config() *config.Config { return h.current.Load().cfg }
+
+// UnresolvedKeys counts the configured keys of the config in force whose
+// reference did not resolve when it was applied (a Reload retries them).
+func (h *Handler) UnresolvedKeys() int {
+	n := 0
+	for _, l := range h.current.Load().unresolved {
+		n += len(l)
+	}
+	return n
+}
 
 // ServeHTTP routes a request. It never lets a panic escape: lambdaurl has no
 // recover, and a panic there would kill the process.

@@ -3,8 +3,14 @@
 // paginated), the YAML documents are deep-merged in name order ("00-base",
 // then "50-teams", ...), validated, and swapped in only when valid: an edit
 // that fails validation, or an SSM error, keeps the last good config and is
-// logged and counted. Provider keys referenced as {ssm: /name} are
-// SecureString parameters, decrypted at load and cached.
+// logged and counted. Every accepted config is also stored in the table as
+// the last good one (see [LastGood]), so an instance that starts while the
+// parameters do not validate boots on it ([Loader.Boot]). Provider keys
+// referenced as {ssm: /name} are SecureString parameters, decrypted at load
+// and cached.
+//
+// A config error names the parameter that holds the offending value and
+// the line and column within its value (see attribute.go).
 package ssmconfig
 
 import (
@@ -14,15 +20,18 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"go.yaml.in/yaml/v3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 )
 
 // API is the part of the SSM client the loader uses.
@@ -40,7 +49,7 @@ type Loader struct {
 	// Path is the parameter path, e.g. /llmgw/prod/config/. Required.
 	Path string
 	// Refresh is how old the config may get before a request triggers a
-	// reload (default 15s).
+	// reload (default deployment.DefaultConfigRefresh).
 	Refresh time.Duration
 	// KeyTTL is how long decrypted keys are cached (default 5m), so a
 	// rotated SecureString value is picked up without a config edit.
@@ -49,8 +58,12 @@ type Loader struct {
 	Timeout time.Duration
 	// Log receives reload failures and changes (nil: slog.Default()).
 	Log *slog.Logger
-	// OnError, when set, is called for every failed reload (the metric).
+	// OnError, when set, is called for every failed reload, and for a cold
+	// start that could not use SSM (the metric).
 	OnError func(err error)
+	// LastGood, when set, stores every accepted config and gives Boot the
+	// last one when SSM does not validate (nil: nothing is stored).
+	LastGood *LastGood
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -83,35 +96,59 @@ func (l *Loader) log() *slog.Logger {
 // Load reads, merges and validates the config. It returns the config, and
 // changed=false when the merged document is the same as last time.
 func (l *Loader) Load(ctx context.Context) (cfg *config.Config, changed bool, err error) {
+	cfg, _, changed, err = l.LoadSnapshot(ctx)
+	return cfg, changed, err
+}
+
+// LoadSnapshot is Load, also returning what was read: the merged document,
+// its digest and its source parameters (what [LastGood] stores once the
+// config is accepted).
+func (l *Loader) LoadSnapshot(ctx context.Context) (cfg *config.Config, snap *Snapshot, changed bool, err error) {
 	timeout := l.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	docs, err := l.read(ctx)
+	readAt := l.now()
+	params, err := l.read(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	merged, err := Merge(docs)
+	docs := make([]string, len(params))
+	snap = &Snapshot{Path: l.Path, ReadAt: readAt.UTC()}
+	for i, p := range params {
+		docs[i] = p.value
+		snap.Sources = append(snap.Sources, Source{Name: p.name, Version: p.version, Type: p.typ})
+	}
+	merged, err := mergeParams(params)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	sum := sha256.Sum256(merged)
 	cfg, err = config.Parse(merged)
 	if err != nil {
-		return nil, false, err
+		// Name the parameter that holds the offending value, and the
+		// line and column in it.
+		return nil, nil, false, attribute(err, params, l.Path)
 	}
+	snap.Document, snap.Digest = string(merged), fmt.Sprintf("%x", sum)
 	l.mu.Lock()
 	changed = sum != l.digest
 	l.digest = sum
 	l.mu.Unlock()
-	return cfg, changed, nil
+	return cfg, snap, changed, nil
+}
+
+// forget makes the next load count as changed (after a failed apply).
+func (l *Loader) forget() {
+	l.mu.Lock()
+	l.digest = [32]byte{}
+	l.mu.Unlock()
 }
 
 // read returns the parameters under Path, sorted by name.
-func (l *Loader) read(ctx context.Context) ([]string, error) {
-	type param struct{ name, value string }
+func (l *Loader) read(ctx context.Context) ([]param, error) {
 	var params []param
 	in := &ssm.GetParametersByPathInput{Path: aws.String(l.Path), Recursive: aws.Bool(true), WithDecryption: aws.Bool(true)}
 	for {
@@ -120,7 +157,7 @@ func (l *Loader) read(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("ssm: reading %s: %w", l.Path, err)
 		}
 		for _, p := range out.Parameters {
-			params = append(params, param{aws.ToString(p.Name), aws.ToString(p.Value)})
+			params = append(params, param{name: aws.ToString(p.Name), value: aws.ToString(p.Value), typ: string(p.Type), version: p.Version})
 		}
 		if out.NextToken == nil || *out.NextToken == "" {
 			break
@@ -131,25 +168,18 @@ func (l *Loader) read(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("ssm: no parameters under %s", l.Path)
 	}
 	sort.Slice(params, func(i, j int) bool { return params[i].name < params[j].name })
-	docs := make([]string, len(params))
-	for i, p := range params {
-		docs[i] = p.value
-	}
-	return docs, nil
+	return params, nil
 }
 
 // Merge deep-merges YAML documents in order: maps merge key by key, any
-// other value (lists included) is replaced by the later document's.
+// other value (lists included) is replaced by the later document's. An
+// error names the document by its index.
 func Merge(docs []string) ([]byte, error) {
-	var acc map[string]any
+	params := make([]param, len(docs))
 	for i, d := range docs {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-			return nil, fmt.Errorf("config parameter %d: %w", i, err)
-		}
-		acc = mergeMaps(acc, m)
+		params[i] = param{name: strconv.Itoa(i), value: d}
 	}
-	return yaml.Marshal(acc)
+	return mergeParams(params)
 }
 
 func mergeMaps(dst, src map[string]any) map[string]any {
@@ -169,7 +199,10 @@ func mergeMaps(dst, src map[string]any) map[string]any {
 }
 
 // ResolveKey resolves a key reference: {ssm: name} from Parameter Store
-// (decrypted, cached for KeyTTL), {env: VAR} from the environment.
+// (decrypted, cached for KeyTTL), {env: VAR} from the environment. A
+// parameter that does not exist is an error wrapping [keyledger.ErrNotFound];
+// when reading fails otherwise (throttling, a timeout) a value cached
+// earlier is kept, however old.
 func (l *Loader) ResolveKey(ctx context.Context, ref config.KeyRef, env func(string) string) (string, bool, error) {
 	if ref.Env != "" {
 		v := env(ref.Env)
@@ -181,14 +214,23 @@ func (l *Loader) ResolveKey(ctx context.Context, ref config.KeyRef, env func(str
 	}
 	now := l.now()
 	l.mu.Lock()
-	if c, ok := l.keys[ref.SSM]; ok && now.Sub(c.at) < ttl {
-		l.mu.Unlock()
+	c, cached := l.keys[ref.SSM]
+	l.mu.Unlock()
+	if cached && now.Sub(c.at) < ttl {
 		return c.value, c.value != "", nil
 	}
-	l.mu.Unlock()
 	out, err := l.API.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.SSM), WithDecryption: aws.Bool(true)})
 	if err != nil {
 		// Never include the value; the name is not secret.
+		var nf *types.ParameterNotFound
+		if errors.As(err, &nf) {
+			return "", false, fmt.Errorf("ssm: key parameter %s: %w", ref.SSM, keyledger.ErrNotFound)
+		}
+		if cached {
+			l.log().Warn("provider key could not be re-read; keeping the cached value",
+				slog.String("parameter", ref.SSM), slog.String("error", err.Error()))
+			return c.value, c.value != "", nil
+		}
 		return "", false, fmt.Errorf("ssm: key parameter %s: %w", ref.SSM, err)
 	}
 	v := strings.TrimSpace(aws.ToString(out.Parameter.Value))
@@ -206,7 +248,7 @@ func (l *Loader) ResolveKey(ctx context.Context, ref config.KeyRef, env func(str
 func (l *Loader) Stale() bool {
 	refresh := l.Refresh
 	if refresh == 0 {
-		refresh = 15 * time.Second
+		refresh = deployment.DefaultConfigRefresh
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -236,21 +278,21 @@ func (l *Loader) RefreshIfStale(ctx context.Context, apply func(context.Context,
 	l.Reload(ctx, apply)
 }
 
-// Reload loads now and applies a changed, valid config; failures keep the
-// last good one (logged, counted). Callers that claimed the reload with
-// Stale must call Loaded afterwards.
+// Reload loads now and applies a changed, valid config, then stores it as
+// the last good one; failures keep the last good one (logged, counted).
+// Callers that claimed the reload with Stale must call Loaded afterwards.
 func (l *Loader) Reload(ctx context.Context, apply func(context.Context, *config.Config) error) {
-	cfg, changed, err := l.Load(ctx)
+	cfg, snap, changed, err := l.LoadSnapshot(ctx)
 	if err == nil && changed {
 		err = apply(ctx, cfg)
 		if err == nil {
-			l.log().Info("config reloaded", slog.String("path", l.Path), slog.Any("models", cfg.RouteNames()))
+			l.log().Info("config reloaded", slog.String("path", l.Path), slog.String("digest", snap.Digest),
+				slog.Any("models", cfg.RouteNames()))
+			l.save(ctx, snap, cfg)
 		}
 	}
 	if err != nil {
-		l.mu.Lock()
-		l.digest = [32]byte{} // retry the same document next time
-		l.mu.Unlock()
+		l.forget() // retry the same document next time
 		l.log().Error("config reload failed; keeping the last good config", slog.String("path", l.Path), slog.String("error", err.Error()))
 		if l.OnError != nil {
 			l.OnError(err)

@@ -12,6 +12,7 @@ package store
 //	budget           budget#<team>                     tag#<tag>#<window>#<time>
 //	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
 //	rollup           rollup#<team>                     day#<yyyy-mm-dd>
+//	last good config config#<ssm path>                 lastgood
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -39,6 +40,7 @@ const (
 	budgetPrefix  = "budget"
 	usagePrefix   = "usage"
 	rollupPrefix  = "rollup"
+	configPrefix  = "config"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -200,3 +202,11 @@ func RollupKey(team string, day time.Time) Key {
 // RollupSK is the sort key of the rollup of the UTC day of day, also usable
 // as a Query bound.
 func RollupSK(day time.Time) string { return join(lit("day"), lit(Day(day))) }
+
+// ConfigLastGoodKey is the item holding the last good (accepted) gateway
+// config read from the SSM path configPath, so that an instance that starts
+// while the parameters do not validate can still serve. One item per path:
+// each accepted config replaces it.
+func ConfigLastGoodKey(configPath string) Key {
+	return Key{PK: join(lit(configPrefix), val(configPath)), SK: "lastgood"}
+}

@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
-// Attribute names of the table. Infrastructure code (table definition, TTL
-// setting) must use these; [Item.Nums] and [Item.Strs] must not.
+// Attribute names of the table, from the deployment contract (the stack
+// declares the key schema and TTL with the same names). [Item.Nums] and
+// [Item.Strs] must not use them.
 const (
 	// AttrPK is the partition key attribute (type S).
-	AttrPK = "pk"
+	AttrPK = deployment.AttrPK
 	// AttrSK is the sort key attribute (type S).
-	AttrSK = "sk"
+	AttrSK = deployment.AttrSK
 	// AttrTTL is the expiry attribute (type N, unix seconds). It is the
 	// table's DynamoDB TTL attribute; absent means never expires.
-	AttrTTL = "ttl"
+	AttrTTL = deployment.AttrTTL
 	// AttrVersion is the version attribute (type N), see [Item.Version].
-	AttrVersion = "ver"
+	AttrVersion = deployment.AttrVersion
 	// AttrData is the opaque payload attribute (type B), see [Item.Data].
-	AttrData = "data"
+	AttrData = deployment.AttrData
 )
 
 // Errors returned by every backend. Backends wrap them with context; test

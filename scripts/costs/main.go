@@ -11,7 +11,7 @@
 // included). -refresh runs the rollup for the range first. With -url it
 // asks a running gateway (GET /v1/usage) with the key in $LLMGW_KEY: an
 // admin key sees every team. Use -url while a local gateway holds the
-// embedded store file.
+// embedded store file. -h prints all of this.
 package main
 
 import (
@@ -26,16 +26,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/usage/usagecli"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "costs:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -43,15 +45,15 @@ func run(ctx context.Context, args []string, out io.Writer, now time.Time) error
 	fs := flag.NewFlagSet("costs", flag.ContinueOnError)
 	var sf usagecli.StoreFlags
 	sf.Register(fs)
-	cfgPath := fs.String("config", "", "gateway config file (for the team list); default $LLMGW_CONFIG_FILE, $LLMGW_CONFIG_PATH (SSM) or the demo config")
+	cfgPath := fs.String("config", "", "gateway config file (for the team list); default $"+deployment.EnvConfigFile+", $"+deployment.EnvConfigPath+" (SSM) or the demo config")
 	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: the first day of this month)")
 	to := fs.String("to", "today", "last UTC day YYYY-MM-DD, included")
 	refresh := fs.Bool("refresh", false, "run the rollup for the range before reading")
 	detail := fs.Bool("detail", false, "also list each team's routes and tags")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
-	gateway := fs.String("url", "", "read through a running gateway's GET /v1/usage (key in $LLMGW_KEY) instead of the store")
-	if err := fs.Parse(args); err != nil {
-		return err
+	gateway := fs.String("url", "", "read through a running gateway's GET /v1/usage (key in $"+deployment.EnvKey+") instead of the store")
+	if err := help.Parse(fs, args, out); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	if *from == "" {
 		*from = now.UTC().Format("2006-01") + "-01"
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, out io.Writer, now time.Time) error
 	}
 	var rep *usage.Report
 	if *gateway != "" {
-		rep, err = fetch(ctx, *gateway, os.Getenv("LLMGW_KEY"), lo, hi, *refresh)
+		rep, err = fetch(ctx, *gateway, os.Getenv(deployment.EnvKey), lo, hi, *refresh)
 	} else {
 		rep, err = fromStore(ctx, sf, *cfgPath, lo, hi, *refresh)
 	}
@@ -109,7 +111,7 @@ func fromStore(ctx context.Context, sf usagecli.StoreFlags, cfgPath string, lo, 
 // fetch reads the report from a gateway's GET /v1/usage.
 func fetch(ctx context.Context, base, key string, lo, hi time.Time, refresh bool) (*usage.Report, error) {
 	if key == "" {
-		return nil, fmt.Errorf("-url needs a team key in $LLMGW_KEY (an admin key sees every team)")
+		return nil, fmt.Errorf("-url needs a team key in $%s (an admin key sees every team)", deployment.EnvKey)
 	}
 	q := url.Values{"from": {store.Day(lo)}, "to": {store.Day(hi)}}
 	if refresh {

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -110,7 +112,7 @@ func TestCostTableThroughTheGateway(t *testing.T) {
 	srv := httptest.NewServer(usage.NewHandler(s, current, usage.HandlerOptions{Viewer: auth.UsageViewer, Roller: usage.NewRoller(s, current),
 		Now: func() time.Time { return now }}))
 	defer srv.Close()
-	t.Setenv("LLMGW_KEY", key)
+	t.Setenv(deployment.EnvKey, key)
 	var b bytes.Buffer
 	if err := run(context.Background(), []string{"-url", srv.URL, "-refresh"}, &b, now); err != nil {
 		t.Fatal(err)
@@ -118,8 +120,27 @@ func TestCostTableThroughTheGateway(t *testing.T) {
 	if out := b.String(); strings.Index(out, "\n  ads ") > strings.Index(out, "\n  search ") || !strings.Contains(out, "9.5100") {
 		t.Fatalf("through the gateway:\n%s", out)
 	}
-	t.Setenv("LLMGW_KEY", "llmgw_wrong")
+	t.Setenv(deployment.EnvKey, "llmgw_wrong")
 	if err := run(context.Background(), []string{"-url", srv.URL}, &b, now); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	cmdhelptest.MainIfChild(main)
+	os.Exit(m.Run())
+}
+
+// TestHelp: -h explains both ways of reading, every flag and every LLMGW_*
+// variable costs reads, and exits 0.
+func TestHelp(t *testing.T) {
+	want := []string{"costs - print the per-team cost table", "From the store (default)", "Through a gateway (-url)",
+		"-from", "-to", "-refresh", "-detail", "-json", "-url", "-config", "-store", "-state", "-table"}
+	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".", "../../pkg/usage/usagecli/usagecli.go")...)...)
+	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := cmdhelptest.Run(t, []string{"LLMGW_KEY="}, "-url", "http://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "$LLMGW_KEY") {
+		t.Errorf("no key: exit %d, stderr %q", code, errOut)
 	}
 }

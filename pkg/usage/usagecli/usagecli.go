@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
@@ -24,21 +25,21 @@ import (
 )
 
 // Environment variables read by the usage commands (the same as the
-// gateway's).
+// gateway's; see package deployment).
 const (
-	EnvTable      = "LLMGW_TABLE"       // DynamoDB table name
-	EnvConfigFile = "LLMGW_CONFIG_FILE" // a config file
-	EnvConfigPath = "LLMGW_CONFIG_PATH" // an SSM parameter path holding the config
+	EnvTable      = deployment.EnvTable      // DynamoDB table name
+	EnvConfigFile = deployment.EnvConfigFile // a config file
+	EnvConfigPath = deployment.EnvConfigPath // an SSM parameter path holding the config
 )
 
 // DefaultStateFile is the embedded store file used when -state is not
 // given: the local gateway's default (pkg/app.DefaultStatePath), so both
 // read and write the same file.
-const DefaultStateFile = ".llmgw/state.db"
+const DefaultStateFile = deployment.DefaultStateFile
 
 // DefaultTable is the DynamoDB table used when neither -table nor
 // $LLMGW_TABLE is set (the local gateway's default).
-const DefaultTable = "llmgw"
+const DefaultTable = deployment.DefaultTable
 
 // StoreFlags select the store: the embedded bbolt file (default) or a
 // DynamoDB table.
@@ -88,13 +89,18 @@ func (f *StoreFlags) Open(ctx context.Context) (store.Store, error) {
 // file in $LLMGW_CONFIG_FILE, else the SSM path in $LLMGW_CONFIG_PATH, else
 // the built-in demo config (no teams: only "anonymous" usage).
 func LoadConfig(ctx context.Context, path string) (*config.Config, error) {
+	return LoadConfigFrom(ctx, path, os.Getenv)
+}
+
+// LoadConfigFrom is LoadConfig with the environment read through getenv.
+func LoadConfigFrom(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {
 	if path == "" {
-		path = os.Getenv(EnvConfigFile)
+		path = getenv(EnvConfigFile)
 	}
 	if path != "" {
 		return config.LoadFile(path)
 	}
-	if p := os.Getenv(EnvConfigPath); p != "" {
+	if p := getenv(EnvConfigPath); p != "" {
 		return LoadSSMConfig(ctx, p)
 	}
 	return config.Demo(), nil

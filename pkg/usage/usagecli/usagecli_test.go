@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
@@ -32,7 +33,7 @@ func TestOpenStore(t *testing.T) {
 	if _, err := missing.Open(ctx); err == nil || !strings.Contains(err.Error(), "-state") {
 		t.Fatalf("missing file: %v", err)
 	}
-	if _, err := (&StoreFlags{Kind: "dynamodb"}).Open(ctx); err == nil || !strings.Contains(err.Error(), "LLMGW_TABLE") {
+	if _, err := (&StoreFlags{Kind: "dynamodb"}).Open(ctx); err == nil || !strings.Contains(err.Error(), deployment.EnvTable) {
 		t.Fatalf("dynamodb without a table: %v", err)
 	}
 	if _, err := (&StoreFlags{Kind: "redis"}).Open(ctx); err == nil {

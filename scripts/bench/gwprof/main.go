@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/llmgw/llmgw/pkg/app"
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 func main() {
@@ -27,7 +28,7 @@ func main() {
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
 	flag.StringVar(&o.Store.Kind, "store", "embedded", "state store: embedded or dynamodb (as functions/gateway)")
 	flag.StringVar(&o.Store.StatePath, "state", app.DefaultStatePath, "embedded store file")
-	flag.StringVar(&o.Store.Table, "table", "llmgw", "DynamoDB table")
+	flag.StringVar(&o.Store.Table, "table", deployment.DefaultTable, "DynamoDB table")
 	pprofAddr := flag.String("pprof", "127.0.0.1:0", "pprof listen address (loopback only)")
 	pprofFile := flag.String("pprof-addr-file", "", "write the pprof listener's host:port here")
 	flag.Parse()

@@ -1,0 +1,127 @@
+// Package deployment is the contract between the CDK stack (infra/) and the
+// code it deploys: the environment variables each function reads, the SSM
+// parameter paths, the table's attribute names, the CloudWatch metric names
+// the alarms watch, and the defaults both sides must agree on. Both sides
+// import these names; no other package spells them out.
+//
+// It is a leaf: standard library only, constants and tiny functions, so
+// every command links it for free.
+package deployment
+
+import "time"
+
+// Environment variables. The stack sets exactly [GatewayEnv] on the gateway
+// function and [RollupEnv] on the rollup function.
+const (
+	// EnvTable is the DynamoDB table of shared state, usage and the last
+	// good config.
+	EnvTable = "LLMGW_TABLE"
+	// EnvConfigPath is the SSM path of the config parameters, with a
+	// trailing slash (see [ConfigPath]).
+	EnvConfigPath = "LLMGW_CONFIG_PATH"
+	// EnvConfigRefresh is how old the gateway's config may get before a
+	// request starts a reload (a Go duration; default [DefaultConfigRefresh]).
+	EnvConfigRefresh = "LLMGW_CONFIG_REFRESH"
+	// EnvStage is the stage name, the Stage dimension of every metric.
+	EnvStage = "LLMGW_STAGE"
+	// EnvConfigFile is a config file read instead of SSM: local runs and
+	// tests only, never set by the stack.
+	EnvConfigFile = "LLMGW_CONFIG_FILE"
+	// EnvKey is a team API key for the commands that call a running
+	// gateway (scripts/costs -url); never set by the stack.
+	EnvKey = "LLMGW_KEY"
+)
+
+// GatewayEnv returns the variables the stack sets on the gateway function,
+// which are the ones it reads on Lambda (besides [EnvConfigFile], a local
+// override).
+func GatewayEnv() []string {
+	return []string{EnvTable, EnvConfigPath, EnvConfigRefresh, EnvStage}
+}
+
+// RollupEnv returns the variables the stack sets on the rollup function,
+// which are the ones it reads on Lambda (besides [EnvConfigFile]).
+func RollupEnv() []string {
+	return []string{EnvTable, EnvConfigPath, EnvStage}
+}
+
+// SSM Parameter Store layout.
+const (
+	// ParameterRoot is the first component of every parameter of the
+	// gateway: /llmgw/<stage>/...
+	ParameterRoot = "/llmgw/"
+	// ConfigDir is the folder of a stage's config parameters.
+	ConfigDir = "config/"
+	// KeysDir is the folder of a stage's provider keys (SecureString).
+	KeysDir = "keys/"
+)
+
+// ConfigPath is the SSM path of a stage's config parameters, with a
+// trailing slash: /llmgw/<stage>/config/. Every parameter under it is read
+// and merged in name order.
+func ConfigPath(stage string) string { return ParameterRoot + stage + "/" + ConfigDir }
+
+// KeysPath is the SSM path under which a stage's provider keys are
+// SecureString parameters: /llmgw/<stage>/keys/. The gateway may read and
+// decrypt only parameters below it.
+func KeysPath(stage string) string { return ParameterRoot + stage + "/" + KeysDir }
+
+// Attribute names of the single table. The stack declares the key schema
+// and TTL with them; pkg/store builds items with them.
+const (
+	// AttrPK is the partition key (type S).
+	AttrPK = "pk"
+	// AttrSK is the sort key (type S).
+	AttrSK = "sk"
+	// AttrTTL is the expiry (type N, unix seconds): the table's TTL
+	// attribute.
+	AttrTTL = "ttl"
+	// AttrVersion is the item version (type N).
+	AttrVersion = "ver"
+	// AttrData is the opaque payload (type B).
+	AttrData = "data"
+)
+
+// Defaults shared by the stack, the runtime and the local commands.
+const (
+	// DefaultConfigRefresh is the gateway's config refresh period when
+	// [EnvConfigRefresh] is unset, and the stack's default.
+	DefaultConfigRefresh = 15 * time.Second
+	// DefaultTable is the table local runs and commands use when neither a
+	// flag nor [EnvTable] names one (the stack names its own).
+	DefaultTable = "llmgw"
+	// DefaultStateFile is the embedded store file of local runs, shared by
+	// the gateway and the usage commands.
+	DefaultStateFile = ".llmgw/state.db"
+)
+
+// CloudWatch metrics: the functions emit them (Embedded Metric Format) and
+// the stack's alarms and dashboard read them.
+const (
+	// MetricNamespace is the namespace of every metric.
+	MetricNamespace = "LLMGateway"
+	// MetricRequests counts requests.
+	MetricRequests = "Requests"
+	// MetricFallbacks counts requests served by a fallback target.
+	MetricFallbacks = "Fallbacks"
+	// MetricErrors5xx counts requests that ended in a 5xx.
+	MetricErrors5xx = "Errors5xx"
+	// MetricTTFT is the time to first token in milliseconds.
+	MetricTTFT = "TimeToFirstTokenMs"
+	// MetricCostUSD is the cost of requests.
+	MetricCostUSD = "CostUSD"
+	// MetricBreakerOpen counts breaker openings.
+	MetricBreakerOpen = "BreakerOpen"
+	// MetricConfigReloadErrors counts config loads that failed (a reload,
+	// or a cold start that booted on the last good config); the
+	// config-reload alarm watches it.
+	MetricConfigReloadErrors = "ConfigReloadErrors"
+	// MetricProviderKeyErrors counts provider key references that could
+	// not be resolved (the key is skipped; the rest of the config serves).
+	MetricProviderKeyErrors = "ProviderKeyErrors"
+	// MetricMalformedFrames counts upstream stream frames that were not
+	// valid JSON (skipped, never forwarded).
+	MetricMalformedFrames = "MalformedFrames"
+	// MetricRollupFailures counts failed rollups.
+	MetricRollupFailures = "RollupFailures"
+)
