@@ -95,7 +95,9 @@ type Request struct {
 // request field ("tools[2]"), Name what it is ("the web_search tool"), Why
 // an optional explanation appended to the refusal.
 type Feature struct {
-	Param, Name, Why string
+	Param string // the request field
+	Name  string // what it is, for the client
+	Why   string // why it is refused, appended to the refusal ("" for none)
 }
 
 // MaxTokens is the output limit an attempt at step must send to a provider

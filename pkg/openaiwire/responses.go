@@ -9,10 +9,10 @@ import (
 
 // ResponsesUsage is the Responses API usage object's figures.
 type ResponsesUsage struct {
-	InputTokens     int
-	OutputTokens    int
-	CachedTokens    int
-	ReasoningTokens int
+	InputTokens     int // input_tokens: every prompt token, cached or not
+	OutputTokens    int // output_tokens, reasoning included
+	CachedTokens    int // input_tokens_details.cached_tokens
+	ReasoningTokens int // output_tokens_details.reasoning_tokens
 }
 
 // ResponsesEventInfo is what the gateway needs to know about one Responses
@@ -36,11 +36,12 @@ type ResponsesEventInfo struct {
 	// error event, or a top-level error object); ErrorCode is its code or
 	// type.
 	Failed    bool
-	ErrorCode string
+	ErrorCode string // the failure's error code (or type)
 	// Created: the event is response.created.
-	Created  bool
+	Created bool
+	// HasUsage: the event carries the response's usage, Usage.
 	HasUsage bool
-	Usage    ResponsesUsage
+	Usage    ResponsesUsage // the usage, when HasUsage
 }
 
 // InspectResponsesEvent reads one Responses API SSE frame: event is its
