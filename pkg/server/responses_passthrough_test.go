@@ -198,3 +198,26 @@ func TestResponsesNativeFailsOverToTranslation(t *testing.T) {
 		t.Errorf("native hits %d, chat body %s", native.hits.Load(), chatOnly.body(0))
 	}
 }
+
+// TestResponsesInBandFailureBeforeContentFailsOver: a native upstream that
+// announces the response, then fails before any output, is failed over;
+// the client never sees its response.created.
+func TestResponsesInBandFailureBeforeContentFailsOver(t *testing.T) {
+	native := newUpstream(t, nativeHandler([]string{nativeFrames[0], nativeFrames[1],
+		`{"type":"response.failed","sequence_number":2,"response":{"id":"resp_up1","status":"failed","error":{"code":"server_error","message":"boom"}}}`}))
+	chatOnly := newUpstream(t, okHandler)
+	g := newGateway(t, responsesRoute([2]string{"native", native.URL}, [2]string{"chat", chatOnly.URL}))
+	client := g.sdk()
+	evs, err := respEvents(client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+		Model: "m", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameList(t, "events", seqTypes(evs), numbered(goldenText))
+	if id := evs[0].AsResponseCreated().Response.ID; id == "resp_up1" {
+		t.Errorf("the failed attempt's response.created reached the client")
+	}
+	if native.hits.Load() != 1 || chatOnly.hits.Load() != 1 {
+		t.Errorf("hits: native %d, chat %d", native.hits.Load(), chatOnly.hits.Load())
+	}
+}
