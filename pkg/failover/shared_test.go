@@ -50,7 +50,7 @@ func TestEngineWithTheRealBreakerAndKeyLedger(t *testing.T) {
 
 	for i := 0; i < 3; i++ {
 		rq := request(1, "a", "b")
-		rq.Steps[1].Attempts = 2 // room for a second key
+		rq.Steps[1].Attempts = 2                               // room for a second key
 		rq.Policy.RetryAfterCap = config.Duration(time.Second) // a key's 30 s Retry-After is beyond it: the other key serves at once
 		s, err := r.Open(context.Background(), rq)
 		if err != nil {
