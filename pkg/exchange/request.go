@@ -72,6 +72,12 @@ type Request struct {
 	// Header holds the client headers an upstream of the same API must
 	// receive unchanged (anthropic-version, anthropic-beta); nil if none.
 	Header http.Header
+	// Untranslated lists what the client asked for that the canonical form
+	// (Chat) cannot carry, e.g. Anthropic's extended thinking. An upstream
+	// that speaks API receives it in Body; a translating adapter cannot
+	// honour it and must refuse the request (provider.CheckTranslatable),
+	// so the target is skipped rather than the feature silently lost.
+	Untranslated []Feature
 
 	// OutputCap, when > 0, is the output the request was admitted for
 	// while the client gave no max tokens: every adapter sends it as the
@@ -91,6 +97,13 @@ func (r *Request) MaxTokens(step config.Step) int {
 		return c
 	}
 	return step.MaxTokens
+}
+
+// Feature is one part of a client request, named by its parameter path
+// (Param, e.g. "thinking" or "messages[2].content[0]") and described for
+// humans (What, e.g. "extended thinking").
+type Feature struct {
+	Param, What string
 }
 
 // Caller is the authenticated identity behind a request.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
 
@@ -132,4 +133,17 @@ func InBandError(providerID, errType string) *gwerr.Error {
 		e.Message = "provider reported an error in the stream"
 	}
 	return e
+}
+
+// CheckTranslatable is the check every translating adapter makes before it
+// builds an upstream request from the canonical form: the first feature the
+// canonical form could not carry (exchange.Request.Untranslated) is refused
+// as Unsupported for target, so the failover engine skips the target and
+// nothing the client asked for is silently dropped.
+func CheckTranslatable(req *exchange.Request, target string) error {
+	if len(req.Untranslated) == 0 {
+		return nil
+	}
+	f := req.Untranslated[0]
+	return Unsupported(target, f.Param, f.What+" (from the "+string(req.API)+" API; only an upstream that speaks it can honour it)")
 }

@@ -90,6 +90,9 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 // lowered to the admitted cap (provider.Call.MaxTokens).
 func (t *translator) translateRequest(req *exchange.Request, model string, defaultMax int) (*anthropicwire.Request, error) {
 	r, body := req.Chat, chatBody(req)
+	if err := provider.CheckTranslatable(req, t.target); err != nil {
+		return nil, err
+	}
 	if err := t.checkUnsupported(r, body); err != nil {
 		return nil, err
 	}

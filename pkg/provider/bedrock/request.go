@@ -80,6 +80,9 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 // call.
 func translateRequest(rq *exchange.Request, model string, maxTokens int, target string) (*request, error) {
 	req := rq.Chat
+	if err := provider.CheckTranslatable(rq, target); err != nil {
+		return nil, err
+	}
 	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
 		return nil, err
 	}

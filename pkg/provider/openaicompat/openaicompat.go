@@ -72,6 +72,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	pass := provider.Passthrough(rq, exchange.Chat)
 	src := rq.Body
 	if !pass {
+		if err := provider.CheckTranslatable(rq, a.id+"/"+call.Model()); err != nil {
+			return nil, err
+		}
 		var err error
 		if src, err = json.Marshal(rq.Chat); err != nil {
 			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
