@@ -75,6 +75,15 @@ const (
 	CodeBodyTooLarge = "body_too_large"
 )
 
+// Status is the HTTP status of an error in the OpenAI-style APIs: the
+// category's, except 405 for CodeMethodNotAllowed.
+func Status(e *gwerr.Error) int {
+	if e.Code == CodeMethodNotAllowed {
+		return http.StatusMethodNotAllowed
+	}
+	return e.Category.Status()
+}
+
 // SetErrorHeaders sets the headers every error response carries, whatever
 // the API: the gateway's error category and, when the client should wait,
 // Retry-After in whole seconds.

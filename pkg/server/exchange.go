@@ -239,13 +239,13 @@ func (x *exchangeState) finish() {
 // readBody reads the whole body within the size limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwerr.Error) {
 	if r.ContentLength > limit {
-		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode("body_too_large")
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode(ingress.CodeBodyTooLarge)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode("body_too_large")
+			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode(ingress.CodeBodyTooLarge)
 		}
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body could not be read")
 	}

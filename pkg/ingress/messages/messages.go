@@ -101,14 +101,12 @@ func WriteError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
 // size limit and 405 for a wrong method.
 func Status(e *gwerr.Error) int {
 	switch {
-	case e.Code == ingress.CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
 	case e.Code == ingress.CodeBodyTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case e.Category == gwerr.Overloaded:
 		return 529
 	}
-	return e.Category.Status()
+	return ingress.Status(e)
 }
 
 // ErrorType is Anthropic's error type for e: invalid_request_error (the
