@@ -44,3 +44,16 @@ func TestMembersVisitsTopLevelInOrderWithUnescapedKeys(t *testing.T) {
 		t.Error("an array was accepted as an object")
 	}
 }
+
+func TestToolChoiceRoundTrips(t *testing.T) {
+	for _, in := range []string{`"none"`, `"auto"`, `"required"`, `{"type":"function","function":{"name":"get_weather"}}`} {
+		var tc ToolChoice
+		if err := tc.UnmarshalJSON([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		out, err := tc.MarshalJSON()
+		if err != nil || string(out) != in {
+			t.Errorf("%s -> %s (%v)", in, out, err)
+		}
+	}
+}
