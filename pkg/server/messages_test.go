@@ -22,7 +22,7 @@ func TestMessagesSDKStreamingPassthrough(t *testing.T) {
 	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
 		Model:     "claude",
 		MaxTokens: 256,
-		System: []anthropic.TextBlockParam{{Text: "You are terse.", CacheControl: anthropic.NewCacheControlEphemeralParam()}},
+		System:    []anthropic.TextBlockParam{{Text: "You are terse.", CacheControl: anthropic.NewCacheControlEphemeralParam()}},
 		Messages: []anthropic.MessageParam{
 			anthropic.NewUserMessage(anthropic.NewTextBlock("What is in this image?"), anthropic.NewImageBlockBase64("image/png", "iVBORw0KGgo=")),
 			anthropic.NewAssistantMessage(anthropic.NewTextBlock("A square.")),

@@ -162,8 +162,8 @@ func TestPassthroughStreamFailures(t *testing.T) {
 		malformed int
 		relayed   string
 	}{
-		"cut before message_stop": {start + delta, gwerr.Interrupted, 0, start + delta},
-		"in-band overloaded":      {start + delta + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", gwerr.Overloaded, 0, start + delta},
+		"cut before message_stop":            {start + delta, gwerr.Interrupted, 0, start + delta},
+		"in-band overloaded":                 {start + delta + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", gwerr.Overloaded, 0, start + delta},
 		"message_stop without a stop_reason": {start + delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", gwerr.Interrupted, 0, start + delta},
 		"malformed frame skipped":            {start + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\n\n" + delta + stop, "", 1, start + delta + stop},
 	}
@@ -219,7 +219,7 @@ func TestPassthroughNonStreaming(t *testing.T) {
 		cat  gwerr.Category
 		code string
 	}{
-		"empty":         {`{"id":"m","type":"message","content":[{"type":"text","text":""}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":0}}`, gwerr.Unavailable, "empty_response"},
+		"empty":          {`{"id":"m","type":"message","content":[{"type":"text","text":""}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":0}}`, gwerr.Unavailable, "empty_response"},
 		"error in a 200": {`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, gwerr.Overloaded, ""},
 		"not JSON":       {`{"id":`, gwerr.Unavailable, ""},
 	} {
