@@ -13,6 +13,7 @@ import (
 // OpenAI chat shape every translating adapter reads):
 //
 //	system (string or text blocks)   -> a leading system message (text parts keep cache_control)
+//	a role "system" message          -> a system message at its place in the conversation
 //	user text, image, document(PDF)  -> a user message (text / image_url / file parts)
 //	user tool_result blocks          -> role tool messages (tool_call_id), placed before the
 //	                                    user message holding the turn's other blocks

@@ -17,8 +17,12 @@ var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/g
 // message converts one turn. last is true for the final turn.
 func (c *converter) message(i int, m message, last bool) error {
 	p := fmt.Sprintf("messages[%d]", i)
-	if m.Role != "user" && m.Role != "assistant" {
-		return bad(p+".role", "%s.role: must be user or assistant, got %q", p, m.Role)
+	switch m.Role {
+	case "user", "assistant":
+	case "system": // a mid-conversation system message (Claude Code 2.1 sends them)
+		return c.midSystem(p, m.Content)
+	default:
+		return bad(p+".role", "%s.role: must be user, assistant or system, got %q", p, m.Role)
 	}
 	if m.Role == "assistant" && last {
 		c.lose(p, "a final assistant message (prefill)")
@@ -39,6 +43,38 @@ func (c *converter) message(i int, m message, last bool) error {
 		return c.user(p, blocks)
 	}
 	return c.assistant(p, blocks)
+}
+
+// midSystem converts a system message inside the conversation (text only)
+// into a canonical system message at the same place.
+func (c *converter) midSystem(p string, raw json.RawMessage) error {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{Text: s}})
+		return nil
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil || len(blocks) == 0 {
+		return bad(p+".content", "%s.content: must be a string or a non-empty array of text blocks", p)
+	}
+	parts := make([]openaiwire.ContentPart, 0, len(blocks))
+	for j, br := range blocks {
+		pp := fmt.Sprintf("%s.content[%d]", p, j)
+		b, err := decodeBlock(pp, br)
+		if err != nil {
+			return err
+		}
+		if b.Type != "text" {
+			return bad(pp+".type", "%s: a system message carries text blocks only, got %q", pp, b.Type)
+		}
+		part, _, err := c.media(pp, br, b)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, part)
+	}
+	c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{IsParts: true, Parts: parts}})
+	return nil
 }
 
 // decodeBlock reads one content block, which must have a type.
