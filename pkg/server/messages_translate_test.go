@@ -13,7 +13,10 @@ import (
 	"testing"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 )
+
+func optionInto(r **http.Response) aoption.RequestOption { return aoption.WithResponseInto(r) }
 
 // The Messages ingress served by an OpenAI-compatible upstream: the
 // request is translated from its canonical form, the answer encoded as
@@ -157,4 +160,46 @@ func TestMessagesUntranslatableFeatureSkipsTheTargetThenRejects(t *testing.T) {
 		!strings.Contains(e.Error.Message, "extended thinking") || !strings.Contains(e.Error.Message, "p0/up-model-0") || oai.hits.Load() != 0 {
 		t.Errorf("status %d: %s", resp.StatusCode, body)
 	}
+}
+
+// TestMessagesCrossProviderFailover: one route mixing provider kinds serves
+// a Messages client from whichever is up, before the first token, on the
+// streaming and the non-streaming path.
+func TestMessagesCrossProviderFailover(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	anth := newUpstream(t, anthropicOverloaded)
+	bed := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) {
+		if strings.HasSuffix(r.URL.Path, "/converse") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather","input":{"city":"Paris"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":472,"outputTokens":89,"totalTokens":561}}`)
+			return
+		}
+		bedrockToolCall(w)
+	})
+	oai := newUpstream(t, func(w http.ResponseWriter, r *http.Request, body []byte, _ int) { openaiToolCall(w) })
+	g := newGateway(t, msgRoute(t, "", "anthropic="+anth.URL, "bedrock="+bed.URL, "openai="+oai.URL))
+	client := g.anthropicSDK()
+	params := anthropic.MessageNewParams{Model: "claude", MaxTokens: 100, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("weather in Paris?"))},
+		Tools: []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}}
+	check := func(name string, m *anthropic.Message, raw *http.Response, provider string) {
+		t.Helper()
+		var in map[string]string
+		json.Unmarshal(m.Content[len(m.Content)-1].Input, &in)
+		if raw.Header.Get("x-gateway-provider") != provider || m.StopReason != "tool_use" || in["city"] != "Paris" || m.Usage.InputTokens != 472 {
+			t.Errorf("%s: provider %q, message %s", name, raw.Header.Get("x-gateway-provider"), m.RawJSON())
+		}
+	}
+	var raw *http.Response
+	m := accumulate(t, client.Messages.NewStreaming(context.Background(), params, optionInto(&raw)))
+	check("streaming, anthropic down", &m, raw, "p1")
+	whole, err := client.Messages.New(context.Background(), params, optionInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("non-streaming, anthropic down", whole, raw, "p1")
+	bed.Close() // now only OpenAI is up
+	m = accumulate(t, client.Messages.NewStreaming(context.Background(), params, optionInto(&raw)))
+	check("streaming, only openai up", &m, raw, "p2")
 }
