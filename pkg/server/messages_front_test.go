@@ -139,6 +139,9 @@ func TestMessagesFrontErrorsInAnthropicShape(t *testing.T) {
 		}
 		body := readAll(t, resp.Body)
 		typ, msg := errorOf(t, body)
+		if rid := resp.Header.Get("request-id"); rid == "" || rid != resp.Header.Get("x-request-id") {
+			t.Errorf("%s %s: request-id %q (the Anthropic SDKs report it)", c.method, c.path, rid)
+		}
 		if resp.StatusCode != c.status || typ != c.typ || !strings.Contains(msg, c.msg) {
 			t.Errorf("%s %s: %d %s, want %d %s %q", c.method, c.path, resp.StatusCode, body, c.status, c.typ, c.msg)
 		}

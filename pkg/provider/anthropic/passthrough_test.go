@@ -165,7 +165,9 @@ func TestPassthroughStreamFailures(t *testing.T) {
 		"cut before message_stop":            {start + delta, gwerr.Interrupted, 0, start + delta},
 		"in-band overloaded":                 {start + delta + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", gwerr.Overloaded, 0, start + delta},
 		"message_stop without a stop_reason": {start + delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", gwerr.Interrupted, 0, start + delta},
-		"malformed frame skipped":            {start + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\n\n" + delta + stop, "", 1, start + delta + stop},
+		"multi-line data rebuilt line by line": {start + "event: ping\ndata: {\"type\":\ndata: \"ping\"}\n\n" + delta + stop, "", 0,
+			start + "event: ping\ndata: {\"type\":\ndata: \"ping\"}\n\n" + delta + stop},
+		"malformed frame skipped": {start + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\n\n" + delta + stop, "", 1, start + delta + stop},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
