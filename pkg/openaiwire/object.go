@@ -42,10 +42,3 @@ func CheckObject(body []byte, depthLimit int) (map[string]bool, error) {
 	}
 	return keys, nil
 }
-
-// Members calls fn with each top-level member of a valid JSON object: its
-// key and the bytes of its value (a sub-slice of b, not a copy), in order,
-// until fn returns false.
-func Members(b []byte, fn func(key string, value []byte) bool) error {
-	return members(b, func(m member) bool { return fn(m.key, b[m.start:m.end]) })
-}

@@ -227,7 +227,14 @@ func (t *ToolChoice) UnmarshalJSON(b []byte) error {
 // object for a forced function.
 func (t ToolChoice) MarshalJSON() ([]byte, error) {
 	if t.Mode == "function" {
-		return json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": t.Function}})
+		var v struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		v.Type, v.Function.Name = "function", t.Function
+		return json.Marshal(v)
 	}
 	return json.Marshal(t.Mode)
 }

@@ -62,7 +62,7 @@ func TestDecodeTranslatesToChat(t *testing.T) {
 				`"text":{"format":{"type":"json_schema","name":"w","schema":{"type":"object"},"strict":true},"verbosity":"low"}}`,
 			`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"max_completion_tokens":256,"temperature":0.5,"top_p":0.9,` +
 				`"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}}],` +
-				`"tool_choice":{"function":{"name":"get_weather"},"type":"function"},"parallel_tool_calls":false,` +
+				`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false,` +
 				`"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"},"strict":true}},"user":"u1","reasoning_effort":"high"}`},
 		{"namespace tools flattened, namespaced calls too",
 			`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"}],` +
@@ -78,8 +78,8 @@ func TestDecodeTranslatesToChat(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			if req.NativeOnly != nil {
-				t.Errorf("NativeOnly = %+v, want none", req.NativeOnly)
+			if len(req.Untranslated) != 0 {
+				t.Errorf("Untranslated = %+v, want none", req.Untranslated)
 			}
 			if got := chatJSON(t, req); got != tc.want {
 				t.Errorf("chat form\n got %s\nwant %s", got, tc.want)
@@ -122,12 +122,12 @@ func TestDecodeMarksNativeOnlyFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			f := req.NativeOnly
-			if f == nil {
-				t.Fatal("NativeOnly not set")
+			if len(req.Untranslated) == 0 {
+				t.Fatal("Untranslated not set")
 			}
-			if f.Param != tc.param || !strings.Contains(f.Name+" "+f.Why, tc.feature) {
-				t.Errorf("NativeOnly = %+v, want param %q naming %q", f, tc.param, tc.feature)
+			f := req.Untranslated[0]
+			if f.Param != tc.param || !strings.Contains(f.What+" "+f.Why, tc.feature) {
+				t.Errorf("Untranslated[0] = %+v, want param %q naming %q", f, tc.param, tc.feature)
 			}
 		})
 	}

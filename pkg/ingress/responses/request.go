@@ -120,7 +120,7 @@ var knownFields = func() map[string]bool {
 type decoded struct {
 	wire   wireRequest
 	chat   *openaiwire.ChatRequest
-	native *exchange.Feature
+	native []exchange.Feature
 }
 
 func bad(param, format string, args ...any) error {
@@ -164,7 +164,7 @@ func decode(body []byte) (*decoded, error) {
 // first one recorded is reported.
 func (d *decoded) nativeOnly(param, name, why string) {
 	if d.native == nil {
-		d.native = &exchange.Feature{Param: param, Name: name, Why: why}
+		d.native = append(d.native, exchange.Feature{Param: param, What: name, Why: why})
 	}
 }
 

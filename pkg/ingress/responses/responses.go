@@ -6,7 +6,7 @@
 // form (see translate.go); the client's bytes are kept, so an upstream that
 // speaks the Responses API natively receives them with only the model
 // rewritten. Features a translation cannot honour (built-in tools, stored
-// conversations) are recorded as exchange.Request.NativeOnly: a translating
+// conversations) are recorded as exchange.Request.Untranslated: a translating
 // target refuses the attempt and the failover engine tries the next, and
 // only when no target can serve it does the client get a 400 naming the
 // feature and the target.
@@ -44,7 +44,7 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 	if err != nil {
 		return gwerr.As(err)
 	}
-	req.Chat, req.Body, req.NativeOnly = d.chat, body, d.native
+	req.Chat, req.Body, req.Untranslated = d.chat, body, d.native
 	req.Route, req.Stream = d.wire.Model, d.chat.Stream
 	// The Responses API always reports usage, in its terminal event.
 	req.WantsUsage = true

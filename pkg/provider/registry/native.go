@@ -9,8 +9,8 @@ import (
 
 // nativeGuard wraps every adapter Build makes: an attempt whose request
 // needs an upstream that speaks the client's API natively
-// (exchange.Request.NativeOnly: a Responses request with built-in tools or
-// a stored conversation, ...) is refused as unsupported, before any network
+// (exchange.Request.Untranslated: Anthropic extended thinking, a Responses
+// request with built-in tools or a stored conversation, ...) is refused as unsupported, before any network
 // call, when the provider does not speak that API (config Provider.Speaks)
 // and would have to translate it. The failover engine then tries the next
 // target, and the client gets the 400 naming the feature and the target
@@ -20,9 +20,13 @@ type nativeGuard struct {
 	next provider.Provider
 }
 
+// Unwrap returns the adapter the guard wraps, so optional interfaces
+// (provider.TokenCounter) stay reachable (provider.Underlying).
+func (g nativeGuard) Unwrap() provider.Provider { return g.next }
+
 // Send implements provider.Provider.
 func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	if e := provider.RefuseNativeOnly(call, g.p.Speaks(string(call.Req.API))); e != nil {
+	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, g.p.Speaks(string(call.Req.API))); e != nil {
 		return nil, e
 	}
 	return g.next.Send(ctx, call)
