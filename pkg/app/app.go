@@ -61,7 +61,7 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true})
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, AsyncRecords: true})
 	if err != nil {
 		st.Close()
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/usage/asyncrecorder"
 )
 
 // Gateway is the assembled gateway: the HTTP handler over shared state in
@@ -25,6 +27,9 @@ type Gateway struct {
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
 	Roller  *usage.Roller
+
+	records *asyncrecorder.Recorder // nil: records written synchronously
+	log     *slog.Logger
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -37,6 +42,11 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// AsyncRecords writes usage records in the background, batched (local
+	// mode): the request does not wait for the store, and Close writes
+	// what is queued. Lambda leaves it off: there the record must be
+	// durable before the handler returns.
+	AsyncRecords bool
 }
 
 // Build assembles the gateway over st.
@@ -45,7 +55,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	if o.ResolveKey == nil {
 		o.ResolveKey = keyledger.Env
 	}
-	g := &Gateway{Store: st}
+	g := &Gateway{Store: st, log: log}
 	current := func() *config.Config { return g.Handler.Config() }
 
 	g.Breaker = breaker.New(st, cfg.Breaker, breaker.Options{Logger: log,
@@ -62,6 +72,11 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
 	limiter := teams.NewLimiter(st, current, log)
 	recorder := usage.NewRecorder(st, current, log)
+	record := recorder.Record
+	if o.AsyncRecords {
+		g.records = asyncrecorder.New(recorder, asyncrecorder.Options{})
+		record = g.records.Record
+	}
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
 
@@ -79,7 +94,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
 		Record: func(ctx context.Context, rec *exchange.Record) {
-			recorder.Record(ctx, rec)
+			record(ctx, rec)
 			if o.Metrics != nil {
 				o.Metrics.Request(rec)
 			}
@@ -95,9 +110,25 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes and closes the store.
+// Close finishes background writes (queued usage records first) and
+// closes the store.
 func (g *Gateway) Close() error {
+	if g.records != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := g.records.Close(ctx)
+		cancel()
+		if err != nil {
+			g.logger().Error("usage records still queued at close", slog.Any("error", err))
+		}
+	}
 	g.Breaker.Flush()
 	g.Ledger.Wait()
 	return g.Store.Close()
+}
+
+func (g *Gateway) logger() *slog.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	return slog.Default()
 }
