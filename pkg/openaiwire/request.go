@@ -110,12 +110,43 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return nil
 	case len(b) > 0 && b[0] == '"':
 		c.IsParts = false
+		if text, ok := plainJSONString(b); ok {
+			c.Text = text
+			return nil
+		}
 		return json.Unmarshal(b, &c.Text)
 	case len(b) > 0 && b[0] == '[':
 		c.IsParts = true
 		return json.Unmarshal(b, &c.Parts)
 	}
 	return fieldTypeError("content", "a string, an array of content parts or null")
+}
+
+// plainJSONString decodes a JSON string literal that needs no unescaping:
+// quoted, no backslash, no control character, valid UTF-8 (its text is
+// then the bytes between the quotes). It reports false for every other
+// literal, which json.Unmarshal decodes instead. Message content is by far
+// the largest part of a request: this saves decoding it twice (the
+// decoder has already checked the whole document when it calls
+// UnmarshalJSON, and json.Unmarshal would check and scan it again).
+func plainJSONString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	ascii := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false // json.Unmarshal replaces invalid bytes with U+FFFD
+	}
+	return string(in), true
 }
 
 // MarshalJSON writes the form the client used.
