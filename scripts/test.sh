@@ -58,9 +58,12 @@ if [ "${SHORT:-}" = "" ]; then
   CDK_PID=$!
 fi
 
-phase "go vet (gateway packages)"
+# vet with -race: it compiles the dependencies exactly as the race-enabled
+# test run below does, which then reuses them from the build cache (a plain
+# go vet would compile every package a second time without -race).
+phase "go vet -race (gateway packages)"
 # shellcheck disable=SC2086
-go vet $pkgs
+go vet -race $pkgs
 
 phase "go test -race -short (gateway packages; fuzz seed corpora run as tests)"
 # shellcheck disable=SC2086
@@ -72,7 +75,8 @@ if [ "${SHORT:-}" = "" ]; then
   tail -3 "$LOGDIR/bench-smoke.log"
 
   phase "real clients against the gateway (Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
-  ./scripts/agents/check.sh >"$LOGDIR/agents.log" 2>&1 || { tail -80 "$LOGDIR/agents.log"; exit 1; }
+  # -race: the test binary reuses the race suite's compiled packages.
+  ./scripts/agents/check.sh -race >"$LOGDIR/agents.log" 2>&1 || { tail -80 "$LOGDIR/agents.log"; exit 1; }
   grep -E '^(--- |ok)|skipping:|using codex' "$LOGDIR/agents.log" || true
 
   phase "waiting for the CDK tests (stack synthesis, cdk-nag)"
