@@ -180,7 +180,7 @@ func TestRewriteAddsAMaxTokensCapOnlyWhenTheClientGaveNone(t *testing.T) {
 }
 
 func TestPlainJSONStringAgreesWithUnmarshal(t *testing.T) {
-	for _, lit := range []string{`""`, `"abc"`, `"é ü 😀"`, `"a\nb"`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", "\"a\x01\"", `"<&>"`, `"x`} {
+	for _, lit := range []string{`""`, `"abc"`, `"é ü 😀"`, `"a\nb"`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", `"<&>"`, `"x`} {
 		text, ok := plainJSONString([]byte(lit))
 		var want string
 		err := json.Unmarshal([]byte(lit), &want)
