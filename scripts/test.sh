@@ -71,7 +71,10 @@ go test -race -short -count=1 -timeout 20m $pkgs
 
 if [ "${SHORT:-}" = "" ]; then
   phase "benchmark harness (smoke mode: keeps it from rotting; figures are not published)"
-  SMOKE=1 ./scripts/bench.sh >"$LOGDIR/bench-smoke.log" 2>&1 || { tail -50 "$LOGDIR/bench-smoke.log"; exit 1; }
+  # -race (through GOFLAGS, for every go build and go test of the harness):
+  # the smoke run's figures are not published, and its binaries then link
+  # the race suite's compiled packages instead of compiling all of them again.
+  GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" SMOKE=1 ./scripts/bench.sh >"$LOGDIR/bench-smoke.log" 2>&1 || { tail -50 "$LOGDIR/bench-smoke.log"; exit 1; }
   tail -3 "$LOGDIR/bench-smoke.log"
 
   phase "real clients against the gateway (Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
