@@ -86,6 +86,8 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	defer stop()
 	// Keep today's rollups fresh for GET /v1/usage and the cost table.
 	go g.Roller.Loop(ctx, usage.Hourly, time.Minute)
+	// Give back budget leases left unused (other instances may need them).
+	go g.Limiter.Loop(ctx, time.Second)
 	if o.ConfigPath != "" {
 		go watchConfig(ctx, o.ConfigPath, o.ReloadEvery, h, log)
 	}

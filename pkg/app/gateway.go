@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
@@ -24,6 +25,8 @@ type Gateway struct {
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
+	// Limiter enforces team limits with budget leases (given back on Close).
+	Limiter *teams.Limiter
 	Roller  *usage.Roller
 }
 
@@ -61,6 +64,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
 	limiter := teams.NewLimiter(st, current, log)
+	g.Limiter = limiter
 	recorder := usage.NewRecorder(st, current, log)
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
@@ -95,9 +99,13 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes and closes the store.
+// Close finishes background writes, gives back the unspent budget leases
+// and closes the store.
 func (g *Gateway) Close() error {
 	g.Breaker.Flush()
 	g.Ledger.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.Limiter.Flush(ctx)
 	return g.Store.Close()
 }
