@@ -145,7 +145,7 @@ const (
 	DefaultLeaseMaxRequests = 64
 	// DefaultLeaseTTL is usage.lease.ttl's default.
 	DefaultLeaseTTL = 10 * time.Second
-	minUsageTTL         = 72 * time.Hour
+	minUsageTTL     = 72 * time.Hour
 )
 
 // PriceFor returns the price of a target: the entry "provider/model", else

@@ -81,14 +81,14 @@ type lease struct {
 	end time.Time // the window's end: the lease dies with it
 
 	mu        sync.Mutex
-	attrs     [nAttrs]bool // attributes limited in the item
-	granted   amounts      // taken from the item and not given back
-	used      amounts      // reserved by admitted requests; settled ones count their real usage
-	outage    amounts      // admitted in this window while the store failed
-	size      float64      // the next lease, in request reservations
-	takenAt   time.Time    // when the last lease was taken
-	lastUse   time.Time    // when a request last reserved from it
-	fullUntil time.Time    // the item refused a lease: refuse locally until then
+	attrs     [nAttrs]bool  // attributes limited in the item
+	granted   amounts       // taken from the item and not given back
+	used      amounts       // reserved by admitted requests; settled ones count their real usage
+	outage    amounts       // admitted in this window while the store failed
+	size      float64       // the next lease, in request reservations
+	takenAt   time.Time     // when the last lease was taken
+	lastUse   time.Time     // when a request last reserved from it
+	fullUntil time.Time     // the item refused a lease: refuse locally until then
 	taking    chan struct{} // non-nil while a take is in flight
 	takeErr   error         // the last take's outcome, for its waiters
 	syncing   bool          // a give-back is in flight

@@ -347,4 +347,3 @@ func storeTimeout(cfg *config.Config) time.Duration {
 	}
 	return config.DefaultStoreTimeout
 }
-
