@@ -64,6 +64,18 @@ func (c *counter) deltas(v amounts) map[string]float64 {
 // maxes is the Max of a bounded Add: every limited attribute's limit.
 func (c *counter) maxes() map[string]float64 { return c.deltas(c.limit) }
 
+// windowLength is the length of windows of kind w.
+func windowLength(w string) time.Duration {
+	switch w {
+	case windowMinute:
+		return time.Minute
+	case windowHour:
+		return time.Hour
+	default:
+		return 24 * time.Hour
+	}
+}
+
 // windowOf returns the start and end of the fixed UTC window of kind w
 // holding t.
 func windowOf(w string, t time.Time) (start, end time.Time) {

@@ -37,6 +37,18 @@ const refuseMemo = time.Second
 // sweepEvery is how often admissions look for idle leases to give back.
 const sweepEvery = time.Second
 
+// itemWrites is the write rate per item that lease sizes aim at across all
+// instances. Every write increments an item's version, so between two of
+// its takes an instance sees how many writes per second the item took
+// from the whole fleet; above itemWrites it multiplies its lease size by
+// the excess (within the lease cap), so that the fleet converges to about
+// itemWrites writes per second per item, however many instances share it.
+const itemWrites = 100.0
+
+// rateSpan is the shortest span over which an item's write rate is
+// measured.
+const rateSpan = 100 * time.Millisecond
+
 // errLeaseStore marks a take that failed because of the store (not the
 // limit), for the waiters of that take.
 var errLeaseStore = errors.New("teams: lease not taken: store failed")
@@ -86,6 +98,9 @@ type lease struct {
 	used      amounts       // reserved by admitted requests; settled ones count their real usage
 	outage    amounts       // admitted in this window while the store failed
 	size      float64       // the next lease, in request reservations
+	seenVer   int64         // the item's version after a take, at seenAt
+	seenAt    time.Time     // start of the span measuring the item's write rate
+	sizeKey   string        // scope and window kind: the next window's lease starts at this size
 	takenAt   time.Time     // when the last lease was taken
 	lastUse   time.Time     // when a request last reserved from it
 	fullUntil time.Time     // the item refused a lease: refuse locally until then
@@ -192,7 +207,8 @@ func (l *Limiter) leaseFor(c *counter) *lease {
 	l.mu.Lock()
 	ls := l.leases[c.key]
 	if ls == nil {
-		ls = &lease{key: c.key, end: c.end, size: 1}
+		sizeKey := c.scope + "|" + c.window
+		ls = &lease{key: c.key, end: c.end, size: max(1, l.sizes.get(sizeKey)), sizeKey: sizeKey}
 		l.leases[c.key] = ls
 	}
 	l.mu.Unlock()
@@ -235,8 +251,11 @@ func (l *Limiter) reserve(ls *lease, c *counter, p leaseParams) (outcome, error)
 			ls.mu.Unlock()
 			<-ch
 			ls.mu.Lock()
-			if errors.Is(ls.takeErr, errLeaseStore) {
-				return l.outageRules(ls, c, p, ls.takeErr)
+			switch err := ls.takeErr; {
+			case errors.Is(err, errLeaseStore):
+				return l.outageRules(ls, c, p, err)
+			case err != nil && !ls.covers(c):
+				return overLimit, nil
 			}
 			continue
 		}
@@ -245,9 +264,13 @@ func (l *Limiter) reserve(ls *lease, c *counter, p leaseParams) (outcome, error)
 		err := l.take(ls, c, p, now)
 		ls.taking, ls.takeErr = nil, err
 		close(ch)
-		if err != nil && !errors.Is(err, store.ErrLimit) {
+		switch {
+		case errors.Is(err, store.ErrLimit):
+			return overLimit, nil
+		case err != nil:
 			return l.outageRules(ls, c, p, err)
 		}
+		// Taken: the lease now covers c (the loop reserves it).
 	}
 }
 
@@ -264,14 +287,20 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 		}
 		tried = want
 		ls.mu.Unlock()
-		err := l.add(true, "take lease", c.key, c.end, nonzero(want), bounds(c, want))
+		it, err := l.add(true, "take lease", c.key, c.end, nonzero(want), bounds(c, want))
 		ls.mu.Lock()
 		if err == nil {
 			for a := range nAttrs {
 				ls.granted[a] += want[a]
 			}
+			size := ls.size
 			if !exact && !ls.takenAt.IsZero() && now.Sub(ls.takenAt) < p.ttl {
-				ls.size = min(ls.size*2, p.maxRequests)
+				size *= 2
+			}
+			size *= ls.excess(it.Version, now)
+			if size = min(size, p.maxRequests); size != ls.size {
+				ls.size = size
+				l.sizes.set(ls.sizeKey, size)
 			}
 			ls.takenAt = now
 			return nil
@@ -288,7 +317,7 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 	}
 	if d := nonzero(debt); len(d) > 0 {
 		ls.mu.Unlock()
-		err := l.add(true, "record spend", c.key, c.end, d, nil)
+		_, err := l.add(true, "record spend", c.key, c.end, d, nil)
 		ls.mu.Lock()
 		if err == nil {
 			for a := range nAttrs {
@@ -321,12 +350,61 @@ func (l *Limiter) outageRules(ls *lease, c *counter, p leaseParams, err error) (
 	return unbacked, err
 }
 
-// add runs one bounded Add on the item (max nil: unbounded).
-func (l *Limiter) add(blocking bool, op string, k store.Key, end time.Time, deltas, maxes map[string]float64) error {
-	return l.call.Do(blocking, op, func(ctx context.Context) error {
-		_, err := l.store.Add(ctx, k, deltas, store.AddOptions{Expires: end, Max: maxes})
+// add runs one bounded Add on the item (max nil: unbounded) and returns
+// the item after it.
+func (l *Limiter) add(blocking bool, op string, k store.Key, end time.Time, deltas, maxes map[string]float64) (store.Item, error) {
+	var it store.Item
+	err := l.call.Do(blocking, op, func(ctx context.Context) error {
+		got, err := l.store.Add(ctx, k, deltas, store.AddOptions{Expires: end, Max: maxes})
+		if err == nil {
+			it = got
+		}
 		return err
 	})
+	if err != nil {
+		return store.Item{}, err
+	}
+	return it, nil
+}
+
+// excess is the item's write rate across the fleet over itemWrites (at
+// least 1), measured from its version between takes at least rateSpan
+// apart (lock held): 1 until a span is complete.
+func (ls *lease) excess(version int64, now time.Time) float64 {
+	if ls.seenAt.IsZero() || version < ls.seenVer {
+		ls.seenVer, ls.seenAt = version, now
+		return 1
+	}
+	span := now.Sub(ls.seenAt)
+	if span < rateSpan {
+		return 1
+	}
+	rate := float64(version-ls.seenVer) / span.Seconds()
+	ls.seenVer, ls.seenAt = version, now
+	return max(1, rate/itemWrites)
+}
+
+// sizeMemo remembers lease sizes per scope and window kind, so that the
+// lease of a new window starts where the last one ended. It has its own
+// lock: it is used with a lease's lock held.
+type sizeMemo struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+func (s *sizeMemo) get(k string) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k]
+}
+
+func (s *sizeMemo) set(k string, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]float64{}
+	}
+	s.m[k] = v
 }
 
 // giveBack brings the item in line with this instance's real usage: it
@@ -353,7 +431,7 @@ func (l *Limiter) giveBack(ls *lease, shrink bool) error {
 	}
 	ls.syncing = true
 	ls.mu.Unlock()
-	err := l.add(false, "give back lease", ls.key, ls.end, d, nil)
+	_, err := l.add(false, "give back lease", ls.key, ls.end, d, nil)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.syncing = false
@@ -366,6 +444,7 @@ func (l *Limiter) giveBack(ls *lease, shrink bool) error {
 	}
 	if shrink {
 		ls.size = max(1, ls.size/2)
+		l.sizes.set(ls.sizeKey, ls.size)
 	}
 	return nil
 }

@@ -300,3 +300,74 @@ func TestOneWritePerLease(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusalsCostNoWrites: a team over its limit costs at most one
+// refused write per second per instance and item, not one per request.
+func TestRefusalsCostNoWrites(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) *faultStore) {
+		fs := open(t)
+		counted := &storetest.Counting{Store: fs}
+		cfg := limitsConfig(t, "limits: {requests_per_minute: 10}")
+		lim := fleet(t, counted, fs.clk, 1, cfg)[0]
+		admitted := 0
+		for i := 0; i < 100; i++ {
+			if _, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400)); err == nil {
+				admitted++
+			}
+		}
+		_, writes := counted.Counts()
+		if admitted != 10 || writes > 10+2 {
+			t.Fatalf("%d admitted with %d writes; want 10 with at most 10 takes and 2 refused ones", admitted, writes)
+		}
+		// A second later the item is asked again (once).
+		fs.clk.Advance(time.Second)
+		for i := 0; i < 10; i++ {
+			lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400))
+		}
+		if _, w := counted.Counts(); w-writes > 2 {
+			t.Fatalf("%d writes in the next second", w-writes)
+		}
+	})
+}
+
+// TestLeasesGrowWithTheItemsWriteRate: an instance that sees the item
+// written faster than 100 times a second by the fleet (its version, between
+// two of its takes) scales its next lease by the excess; and a new window's
+// lease starts at the size the last one reached.
+func TestLeasesGrowWithTheItemsWriteRate(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) *faultStore) {
+		fs := open(t)
+		cfg := limitsConfig(t, "limits: {requests_per_minute: 100000}")
+		lim := fleet(t, fs, fs.clk, 1, cfg)[0]
+		minute := store.BudgetKey("search", "", "minute", tLimits.Truncate(time.Minute))
+		admit := func() {
+			t.Helper()
+			if _, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admit() // a lease of 1
+		// The rest of the fleet writes the item 500 times in the next second.
+		for i := 0; i < 500; i++ {
+			if _, err := fs.Add(ctxT(t), minute, map[string]float64{"requests": 1}, store.AddOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fs.clk.Advance(time.Second)
+		// The second lease (1) sees 500 writes/s, 5x the aim: the next one
+		// is 1 x 2 (doubling within the TTL) x 5 = 10.
+		admit()
+		admit()
+		if got := counterValue(t, fs, minute, "requests"); got != 1+500+1+10 {
+			t.Fatalf("counter %v: the third lease was %v, want 10", got, got-502)
+		}
+		// The next minute's first lease is as large as the last one would
+		// have been (10 x 2 for a take within the TTL).
+		fs.clk.Advance(time.Minute)
+		admit()
+		next := store.BudgetKey("search", "", "minute", tLimits.Add(61*time.Second).Truncate(time.Minute))
+		if got := counterValue(t, fs, next, "requests"); got != 20 {
+			t.Fatalf("the new window's first lease is %v, want 20", got)
+		}
+	})
+}

@@ -29,6 +29,7 @@ type Limiter struct {
 	mu        sync.Mutex
 	leases    map[store.Key]*lease
 	lastSweep time.Time
+	sizes     sizeMemo
 
 	outage throttle
 }

@@ -60,7 +60,7 @@ func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Body: []byte(body400)}
 }
 
-func admission(t *testing.T, cfg *config.Config, team, tag, body string) *exchange.Request {
+func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchange.Request {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
