@@ -1,6 +1,7 @@
 // Package gwstack defines the CloudFormation stack of the LLM gateway: the
-// DynamoDB table, the gateway and rollup Lambda functions, the seeded SSM
-// configuration, least-privilege IAM, alarms and a dashboard.
+// DynamoDB table, the usage spill queue, the gateway and rollup Lambda
+// functions, the seeded SSM configuration, least-privilege IAM, alarms and
+// a dashboard.
 //
 // The stack is built from a Settings value (see FromContext); the CDK app in
 // infra/ and the synthesis tests both call New.
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -32,6 +34,7 @@ const (
 	EnvConfigPath    = deployment.EnvConfigPath
 	EnvConfigRefresh = deployment.EnvConfigRefresh
 	EnvStage         = deployment.EnvStage
+	EnvUsageQueue    = deployment.EnvUsageQueue
 )
 
 // Gateway is the stack and the resources tests and callers may want to
@@ -49,6 +52,9 @@ type Gateway struct {
 	URL awslambda.FunctionUrl
 	// RollupFn aggregates usage on a schedule.
 	RollupFn awslambda.Function
+	// UsageQueue keeps the usage records the table did not take
+	// (deployment.EnvUsageQueue); UsageDLQ is its dead-letter queue.
+	UsageQueue, UsageDLQ awssqs.Queue
 	// GatewayLogs and RollupLogs are the functions' log groups.
 	GatewayLogs, RollupLogs awslogs.LogGroup
 	// ConfigParameters are the seeded configuration parameters, in name order.
@@ -110,10 +116,13 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 	// environment-agnostic), plus the seed config's and context's regions.
 	g.bedrockRegions = mergeRegions(*stack.Region(), regions, s.BedrockRegions)
 	g.addTable()
+	g.addUsageQueue()
 	g.addConfig()
 	g.addGateway()
 	g.addRollup()
+	g.grantUsageQueue()
 	g.addAlarms()
+	g.addQueueAlarms()
 	g.addDashboard()
 	g.addOutputs()
 	g.addNagSuppressions()
@@ -246,6 +255,8 @@ func (g *Gateway) environment(names []string) *map[string]*string {
 			env[n] = jsii.String(g.Settings.ConfigRefresh)
 		case deployment.EnvStage:
 			env[n] = jsii.String(g.Settings.Stage)
+		case deployment.EnvUsageQueue:
+			env[n] = g.UsageQueue.QueueUrl()
 		default:
 			panic("gwstack: no value for the function variable " + n + " (add it to environment)")
 		}
@@ -308,5 +319,6 @@ func (g *Gateway) addOutputs() {
 	out("GatewayFunctionName", *g.GatewayFn.FunctionName(), "Gateway Lambda function")
 	out("GatewayLogGroup", *g.GatewayLogs.LogGroupName(), "Gateway logs (aws logs tail <name> --follow)")
 	out("RollupLogGroup", *g.RollupLogs.LogGroupName(), "Rollup logs")
+	out("UsageQueueUrl", *g.UsageQueue.QueueUrl(), "SQS queue of usage records the table did not take ("+deployment.EnvUsageQueue+"); the rollup drains it")
 	out("DashboardName", *g.Dashboard.DashboardName(), "CloudWatch dashboard")
 }

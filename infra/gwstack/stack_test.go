@@ -549,7 +549,7 @@ func TestLogGroups(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	f := get(t, "default")
-	f.count(t, "AWS::CloudWatch::Alarm", 6)
+	f.count(t, "AWS::CloudWatch::Alarm", 8)
 	expr := func(re string) interface{} {
 		return assertions.Match_ArrayWith(&[]interface{}{
 			assertions.Match_ObjectLike(&map[string]interface{}{"Expression": assertions.Match_StringLikeRegexp(jsii.String(re))}),
@@ -602,6 +602,74 @@ func TestAlarms(t *testing.T) {
 	for _, name := range []string{"llmgw-dev-config-reload", "llmgw-dev-throttles"} {
 		f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{"AlarmName": name})
 	}
+	queue, dlq := f.logicalID(f.g.UsageQueue), f.logicalID(f.g.UsageDLQ)
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-usage-spill-age",
+		"Namespace":          "AWS/SQS",
+		"MetricName":         "ApproximateAgeOfOldestMessage",
+		"Dimensions":         []interface{}{map[string]interface{}{"Name": "QueueName", "Value": map[string]interface{}{"Fn::GetAtt": []interface{}{queue, "QueueName"}}}},
+		"Statistic":          "Maximum",
+		"Threshold":          7200,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-usage-spill-dlq",
+		"MetricName":         "ApproximateNumberOfMessagesVisible",
+		"Dimensions":         []interface{}{map[string]interface{}{"Name": "QueueName", "Value": map[string]interface{}{"Fn::GetAtt": []interface{}{dlq, "QueueName"}}}},
+		"Threshold":          1,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+	})
+}
+
+// TestUsageSpillQueue: the queue of usage records the table did not take
+// is encrypted, TLS-only, keeps messages 14 days and has a dead-letter
+// queue; the gateway may only send to it and the rollup only consume it.
+func TestUsageSpillQueue(t *testing.T) {
+	f := get(t, "default")
+	queue, dlq := f.logicalID(f.g.UsageQueue), f.logicalID(f.g.UsageDLQ)
+	f.count(t, "AWS::SQS::Queue", 2)
+	f.propsCount(t, "AWS::SQS::Queue", map[string]interface{}{
+		"SqsManagedSseEnabled":   true,
+		"MessageRetentionPeriod": 14 * 24 * 3600,
+	}, 2)
+	f.props(t, "AWS::SQS::Queue", map[string]interface{}{
+		"RedrivePolicy": map[string]interface{}{
+			"deadLetterTargetArn": map[string]interface{}{"Fn::GetAtt": []interface{}{dlq, "Arn"}},
+			"maxReceiveCount":     50,
+		},
+	})
+	f.propsCount(t, "AWS::SQS::QueuePolicy", map[string]interface{}{
+		"PolicyDocument": assertions.Match_ObjectLike(&map[string]interface{}{
+			"Statement": assertions.Match_ArrayWith(&[]interface{}{assertions.Match_ObjectLike(&map[string]interface{}{
+				"Effect":    "Deny",
+				"Condition": map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
+			})}),
+		}),
+	}, 2)
+	queueArn := "${" + queue + ".Arn}"
+	for role, want := range map[string][]string{
+		"GatewayRole": {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
+		"RollupRole":  {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
+	} {
+		var got []string
+		for _, s := range f.statements() {
+			acts := asList(s.body["Action"])
+			if !strings.Contains(s.roles, role) || len(acts) == 0 || !strings.HasPrefix(flatten(acts[0]), "sqs:") {
+				continue
+			}
+			if r := resourcesOf(s); !reflect.DeepEqual(r, []string{queueArn}) {
+				t.Errorf("%s: sqs statement on %v, want only the spill queue", role, r)
+			}
+			for _, a := range acts {
+				got = append(got, flatten(a))
+			}
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s sqs actions %v, want %v", role, got, want)
+		}
+	}
+	f.output(t, "UsageQueueUrl", map[string]interface{}{"Value": map[string]interface{}{"Ref": queue}})
 }
 
 func TestDashboard(t *testing.T) {
@@ -679,7 +747,7 @@ func TestContextOverrides(t *testing.T) {
 	f.propsCount(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmActions": []interface{}{topic},
 		"OKActions":    []interface{}{topic},
-	}, 6)
+	}, 8)
 	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmName": "llmgw-prod-fallback-rate",
 		"Threshold": 35,

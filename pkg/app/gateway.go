@@ -27,7 +27,9 @@ type Gateway struct {
 	Ledger  *keyledger.Ledger
 	// Limiter enforces team limits with budget leases (given back on Close).
 	Limiter *teams.Limiter
-	Roller  *usage.Roller
+	// Recorder writes usage records (to its Spill when the store fails).
+	Recorder *usage.Recorder
+	Roller   *usage.Roller
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -40,6 +42,10 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// Spill keeps the usage records the store did not take (local: a
+	// file next to the state; Lambda: the SQS queue). Nil: none, such
+	// records are logged as lost.
+	Spill usage.Spill
 }
 
 // Build assembles the gateway over st.
@@ -66,6 +72,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	limiter := teams.NewLimiter(st, current, log)
 	g.Limiter = limiter
 	recorder := usage.NewRecorder(st, current, log)
+	recorder.Spill = o.Spill
+	g.Recorder = recorder
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
 

@@ -218,12 +218,19 @@ func (x *exchangeState) fail(e *gwerr.Error) {
 }
 
 // finish completes the record: settlement, log line, usage hook. The
-// client may be gone; settlement and the record must still happen.
+// client may be gone; settlement and the record must still happen, within
+// 5 s and before the request's own deadline (on Lambda the invocation's:
+// the environment may be frozen right after it).
 func (x *exchangeState) finish() {
 	x.rec.Fill(x.req)
 	x.rec.LatencyMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), finishTimeout)
 	defer cancel()
+	if dl, ok := x.r.Context().Deadline(); ok {
+		var cancelDL context.CancelFunc
+		ctx, cancelDL = context.WithDeadline(ctx, dl)
+		defer cancelDL()
+	}
 	if x.h.opts.Cost != nil {
 		x.rec.CostUSD = x.h.opts.Cost(x.rt.cfg, &x.rec)
 	}
@@ -235,6 +242,10 @@ func (x *exchangeState) finish() {
 		x.h.opts.Record(ctx, &x.rec)
 	}
 }
+
+// finishTimeout bounds what happens after the response: settlement and the
+// usage record (its retries, then its spill).
+const finishTimeout = 5 * time.Second
 
 // readBody reads the whole body within the size limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwerr.Error) {
