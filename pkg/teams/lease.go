@@ -3,7 +3,6 @@ package teams
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 
@@ -36,18 +35,6 @@ const refuseMemo = time.Second
 
 // sweepEvery is how often admissions look for idle leases to give back.
 const sweepEvery = time.Second
-
-// itemWrites is the write rate per item that lease sizes aim at across all
-// instances. Every write increments an item's version, so between two of
-// its takes an instance sees how many writes per second the item took
-// from the whole fleet; above itemWrites it multiplies its lease size by
-// the excess (within the lease cap), so that the fleet converges to about
-// itemWrites writes per second per item, however many instances share it.
-const itemWrites = 100.0
-
-// rateSpan is the shortest span over which an item's write rate is
-// measured.
-const rateSpan = 100 * time.Millisecond
 
 // errLeaseStore marks a take that failed because of the store (not the
 // limit), for the waiters of that take.
@@ -145,39 +132,6 @@ func (ls *lease) unspend(c *counter, viaOutage bool) {
 			}
 		}
 	}
-}
-
-// capOf is the largest lease for c's request, per attribute:
-// max(need, floor(min(limit x share, need x max_requests))). It is also
-// the outage allowance per window.
-func capOf(c *counter, p leaseParams) amounts {
-	var out amounts
-	for a := range nAttrs {
-		if c.limited(a) {
-			out[a] = max(c.need[a], math.Floor(min(c.limit[a]*p.share, c.need[a]*p.maxRequests)))
-		}
-	}
-	return out
-}
-
-// wanted is what a take asks for (lock held): enough to bring the unspent
-// lease up to size reservations (capped), or, exact, only what the request
-// lacks. Debt (spend beyond the lease) is included either way.
-func (ls *lease) wanted(c *counter, p leaseParams, exact bool) amounts {
-	lim := capOf(c, p)
-	var out amounts
-	for a := range nAttrs {
-		if !c.limited(a) {
-			continue
-		}
-		avail := ls.granted[a] - ls.used[a]
-		target := c.need[a]
-		if !exact {
-			target = max(c.need[a], min(math.Floor(ls.size*c.need[a]), lim[a]))
-		}
-		out[a] = max(0, target-avail)
-	}
-	return out
 }
 
 // nonzero renders the non-zero amounts of v as store deltas.
@@ -365,127 +319,4 @@ func (l *Limiter) add(blocking bool, op string, k store.Key, end time.Time, delt
 		return store.Item{}, err
 	}
 	return it, nil
-}
-
-// excess is the item's write rate across the fleet over itemWrites (at
-// least 1), measured from its version between takes at least rateSpan
-// apart (lock held): 1 until a span is complete.
-func (ls *lease) excess(version int64, now time.Time) float64 {
-	if ls.seenAt.IsZero() || version < ls.seenVer {
-		ls.seenVer, ls.seenAt = version, now
-		return 1
-	}
-	span := now.Sub(ls.seenAt)
-	if span < rateSpan {
-		return 1
-	}
-	rate := float64(version-ls.seenVer) / span.Seconds()
-	ls.seenVer, ls.seenAt = version, now
-	return max(1, rate/itemWrites)
-}
-
-// sizeMemo remembers lease sizes per scope and window kind, so that the
-// lease of a new window starts where the last one ended. It has its own
-// lock: it is used with a lease's lock held.
-type sizeMemo struct {
-	mu sync.Mutex
-	m  map[string]float64
-}
-
-func (s *sizeMemo) get(k string) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[k]
-}
-
-func (s *sizeMemo) set(k string, v float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]float64{}
-	}
-	s.m[k] = v
-}
-
-// giveBack brings the item in line with this instance's real usage: it
-// gives back the unspent lease (or records spend beyond it) in one
-// unbounded Add. The amount is taken out of the lease before the call, so
-// nothing is admitted against it meanwhile; a failed call restores it.
-func (l *Limiter) giveBack(ls *lease, shrink bool) error {
-	ls.mu.Lock()
-	if ls.syncing || ls.taking != nil {
-		ls.mu.Unlock()
-		return nil
-	}
-	var delta amounts
-	for a := range nAttrs {
-		if ls.attrs[a] {
-			delta[a] = ls.used[a] - ls.granted[a]
-			ls.granted[a] += delta[a]
-		}
-	}
-	d := nonzero(delta)
-	if len(d) == 0 {
-		ls.mu.Unlock()
-		return nil
-	}
-	ls.syncing = true
-	ls.mu.Unlock()
-	_, err := l.add(false, "give back lease", ls.key, ls.end, d, nil)
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.syncing = false
-	if err != nil {
-		for a := range nAttrs {
-			ls.granted[a] -= delta[a]
-		}
-		l.storeFailed(context.Background(), "", err, "an unspent lease was not given back yet; retrying")
-		return err
-	}
-	if shrink {
-		ls.size = max(1, ls.size/2)
-		l.sizes.set(ls.sizeKey, ls.size)
-	}
-	return nil
-}
-
-// maybeSweep, at most once per sweepEvery, forgets leases of closed
-// windows and gives back (in the background) those unused for ttl.
-func (l *Limiter) maybeSweep(now time.Time, p leaseParams) {
-	l.mu.Lock()
-	due := now.Sub(l.lastSweep) >= sweepEvery
-	if due {
-		l.lastSweep = now
-	}
-	l.mu.Unlock()
-	if !due {
-		return
-	}
-	if idle := l.idle(now, p.ttl); len(idle) > 0 {
-		l.call.Go(func() {
-			for _, ls := range idle {
-				l.giveBack(ls, true)
-			}
-		})
-	}
-}
-
-// idle forgets leases of closed windows and returns those unused for ttl
-// that hold something to give back or record.
-func (l *Limiter) idle(now time.Time, ttl time.Duration) []*lease {
-	var idle []*lease
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, ls := range l.leases {
-		if !now.Before(ls.end) {
-			delete(l.leases, k) // the window closed: its item decides nothing now
-			continue
-		}
-		ls.mu.Lock()
-		if now.Sub(ls.lastUse) >= ttl && ls.granted != ls.used {
-			idle = append(idle, ls)
-		}
-		ls.mu.Unlock()
-	}
-	return idle
 }
