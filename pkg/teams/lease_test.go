@@ -66,6 +66,12 @@ func forBackends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) *fa
 	})
 }
 
+// The store timeout of the fault tests, and how late a slow store answers.
+const (
+	slowTimeout = 150 * time.Millisecond
+	slowDelay   = 450 * time.Millisecond
+)
+
 // budget50 is a day budget of exactly 50 reservations of body400; the
 // default lease share (5%) makes a lease 2.5 of them, so an instance's
 // outage allowance admits 2.
@@ -75,9 +81,14 @@ var dayKey = store.BudgetKey("search", "", "day", time.Date(2026, 11, 3, 0, 0, 0
 
 // fleet is n limiter instances over one store, as n gateway instances.
 func fleet(t *testing.T, s store.Adder, clk *usagetest.Clock, n int, cfg *config.Config) []*teams.Limiter {
+	return fleetOf(s, clk, n, func() *config.Config { return cfg })
+}
+
+// fleetOf is fleet with the config in force read from current.
+func fleetOf(s store.Adder, clk *usagetest.Clock, n int, current func() *config.Config) []*teams.Limiter {
 	out := make([]*teams.Limiter, n)
 	for i := range out {
-		out[i] = teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
+		out[i] = teams.NewLimiter(s, current, nil)
 		out[i].Now = clk.Now
 	}
 	return out
@@ -122,7 +133,7 @@ func recoverAndFlush(t *testing.T, fs *faultStore, lims []*teams.Limiter) float6
 	t.Helper()
 	fs.Set(storetest.Healthy)
 	fs.throttle(false)
-	time.Sleep(300 * time.Millisecond) // slow writes still in flight land
+	time.Sleep(slowDelay + 100*time.Millisecond) // slow writes still in flight land
 	fs.clk.Advance(time.Second)
 	for _, l := range lims {
 		flush(t, l)
@@ -149,7 +160,7 @@ func TestBudgetHoldsWhenTheStoreFails(t *testing.T) {
 			name string
 			set  func(*faultStore)
 		}{
-			{"slow", func(f *faultStore) { f.SetDelay(150 * time.Millisecond); f.Set(storetest.Slow) }},
+			{"slow", func(f *faultStore) { f.SetDelay(slowDelay); f.Set(storetest.Slow) }},
 			{"failing", func(f *faultStore) { f.Set(storetest.Failing) }},
 			{"throttled", func(f *faultStore) { f.throttle(true) }},
 		}
@@ -160,9 +171,11 @@ func TestBudgetHoldsWhenTheStoreFails(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						fs := open(t)
 						cfg := limitsConfig(t, budget50)
-						cfg.Usage.StoreTimeout = config.Duration(50 * time.Millisecond)
+						cfg.Usage.StoreTimeout = config.Duration(slowTimeout)
 						cfg.Usage.FailClosed = closed
-						lims := fleet(t, fs, fs.clk, instances, cfg)
+						var cur atomic.Pointer[config.Config]
+						cur.Store(cfg)
+						lims := fleetOf(fs, fs.clk, instances, cur.Load)
 						begin := func() { fault.set(fs) }
 						if from == 0 {
 							begin()
@@ -186,6 +199,10 @@ func TestBudgetHoldsWhenTheStoreFails(t *testing.T) {
 								t.Fatalf("refusal %v", err)
 							}
 						}
+						// Give-backs on a loaded machine get more time.
+						healthy := *cfg
+						healthy.Usage.StoreTimeout = config.Duration(5 * time.Second)
+						cur.Store(&healthy)
 						got := recoverAndFlush(t, fs, lims)
 						spent := float64(admitted) * reserve400
 						if got < spent || (fault.name != "slow" && got != spent) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,8 +39,11 @@ func testBurstSpilled(t *testing.T, open usagetest.Opener, mode storetest.FaultM
 	base := open(t, clk.Now)
 	fs := storetest.NewFaulty(t, base)
 	fs.SetDelay(150 * time.Millisecond)
-	cfg := mustConfig(t, testConfig+"\nusage: {store_timeout: 50ms}\n")
-	current := func() *config.Config { return cfg }
+	// A short timeout while the store is slow; a long one for the drain,
+	// so that a loaded machine does not time the healthy store out.
+	var cfg atomic.Pointer[config.Config]
+	cfg.Store(mustConfig(t, testConfig+"\nusage: {store_timeout: 50ms}\n"))
+	current := cfg.Load
 	logs := &testkit.SyncBuffer{}
 	rec := usage.NewRecorder(fs, current, slog.New(slog.NewJSONHandler(logs, nil)))
 	rec.Spill = usage.NewFileSpill(filepath.Join(t.TempDir(), "usage-spill.jsonl"))
@@ -72,6 +76,7 @@ func testBurstSpilled(t *testing.T, open usagetest.Opener, mode storetest.FaultM
 		t.Fatal("a drain into a failing store reported success")
 	}
 	fs.Set(storetest.Healthy)
+	cfg.Store(mustConfig(t, testConfig+"\nusage: {store_timeout: 5s}\n"))
 	time.Sleep(300 * time.Millisecond) // slow writes still in flight land
 	sum, err := rec.Drain(ctxT(t))
 	if err != nil {

@@ -30,7 +30,7 @@ const cfgYAML = `
 providers: {a: {kind: fake}}
 routes: {m: {targets: [{provider: a, model: x}]}}
 teams: {search: {}}
-usage: {store_timeout: 50ms}
+usage: {store_timeout: 5s}
 `
 
 func client(url string) *sqs.Client {
