@@ -1,15 +1,16 @@
 // Command gateway runs the LLM gateway: as a local HTTP server, or inside
 // AWS Lambda behind a Function URL when AWS_LAMBDA_RUNTIME_API is set.
+// Run it with -h for its modes, flags and environment (app.GatewayHelp).
 package main
 
 import (
 	"context"
-	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/llmgw/llmgw/pkg/app"
-	"github.com/llmgw/llmgw/pkg/deployment"
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 )
 
 func main() {
@@ -21,13 +22,14 @@ func main() {
 		}
 		return
 	}
-	var o app.LocalOptions
-	flag.StringVar(&o.ConfigPath, "config", "", "config file (YAML or JSON); empty runs the built-in demo config")
-	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
-	flag.StringVar(&o.Store.Kind, "store", "embedded", "state store: embedded (a local file, no AWS) or dynamodb (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, credentials chain)")
-	flag.StringVar(&o.Store.StatePath, "state", app.DefaultStatePath, "embedded store file")
-	flag.StringVar(&o.Store.Table, "table", deployment.DefaultTable, "DynamoDB table (created if missing)")
-	flag.Parse()
+	o, err := app.ParseLocalFlags(os.Args[1:], os.Stdout)
+	if err != nil {
+		if code := cmdhelp.ExitCode(err); code != 0 {
+			fmt.Fprintln(os.Stderr, "gateway:", err)
+			os.Exit(code)
+		}
+		return // -h
+	}
 	o.Logger = log
 	if err := app.RunLocal(context.Background(), o); err != nil {
 		log.Error("gateway stopped", slog.Any("error", err))

@@ -14,7 +14,13 @@
 // whose mode is taken from the rule's name ("daily" in it: daily, else
 // hourly) and whose "time" is the run's clock. Hourly recomputes today and
 // yesterday; daily (the close) the two days before today. The table is
-// $LLMGW_TABLE; the config comes from loadConfig.
+// $LLMGW_TABLE; the config comes from loadConfig. -h prints all of this
+// (usagecli.RollupHelp).
+//
+// Every run first drains the usage spill into the table - on Lambda the SQS
+// queue $LLMGW_USAGE_QUEUE, locally the spill file next to the state
+// (-spill) - and recomputes from the earliest day it drained, so the totals
+// are exact once the store is back.
 package main
 
 import (
@@ -32,6 +38,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
@@ -56,9 +63,9 @@ func main() {
 		lambda.Start(lambdaHandler(log, os.Getenv))
 		return
 	}
-	if err := runLocal(context.Background(), os.Args[1:], log); err != nil {
+	if err := runLocal(context.Background(), os.Args[1:], log); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "rollup:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -71,8 +78,8 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
 	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
 	spillPath := fs.String("spill", "", "usage spill file to drain into the store first (default: "+deployment.SpillFileName+" next to -state)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := usagecli.RollupHelp.Parse(fs, args, os.Stdout); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	if *spillPath == "" {
 		*spillPath = usage.DefaultSpillFile(sf.State)

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -216,5 +218,21 @@ func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("the rollup reads %v; the contract is %v", got, want)
+	}
+}
+
+func TestMain(m *testing.M) {
+	cmdhelptest.MainIfChild(main)
+	os.Exit(m.Run())
+}
+
+// TestHelp: -h explains the local and Lambda modes, every flag and every
+// LLMGW_* variable the rollup reads, and exits 0.
+func TestHelp(t *testing.T) {
+	want := []string{"rollup - aggregate usage records", "Local:", "Lambda:", "AWS_LAMBDA_RUNTIME_API", `{"mode":"hourly"}`,
+		"-from", "-to", "-mode", "-config", "-store", "-state", "-table", "-spill", "RollupFailures"}
+	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".", "../../pkg/usage/usagecli")...)...)
+	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)
 	}
 }

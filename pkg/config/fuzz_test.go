@@ -2,10 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // parseBounded runs Parse with a watchdog: a config that makes the loader
@@ -47,6 +51,8 @@ func FuzzParse(f *testing.F) {
 		"providers: &p\n  p: {kind: fake}\nroutes:\n  m: {targets: [{provider: p, model: *p}]}\n",
 		"- 1\n- 2\n",
 		"providers: {p: {kind: fake}}\nroutes: {m: {targets: [{provider: p, model: x}]}}\n? [a]\n: b\n",
+		"base: &b {kind: fake}\nproviders: {p: {<<: *b, Kind: fake}}\nroutes: {m: {Targets: [{provider: p, model: 1e3}]}}\n",
+		"providers: {p: {kind: fake, connect_timeout: 1s}}\nroutes: {m: {attempts: 1e1, retry_budget: 1, targets: [{provider: p, max_tokens: 2.0}]}}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -59,9 +65,24 @@ func FuzzParse(f *testing.F) {
 			if c != nil {
 				t.Fatalf("Parse returned both a config and an error: %v", err)
 			}
+			var e *Error
+			if !errors.As(err, &e) || e.Msg == "" {
+				t.Fatalf("Parse error %q (%T) is not an *Error", err, err)
+			}
 			return
 		}
 		checkUsable(t, c)
+		// The explainer, which only runs on failures, must agree that an
+		// accepted document has no problem: it may never be stricter than
+		// the decoder, or it would blame the wrong field.
+		var root yaml.Node
+		if err := yaml.Unmarshal(in, &root); err != nil {
+			t.Fatalf("accepted, but not a node tree: %v", err)
+		}
+		ck := checker{budget: 1 << 20}
+		if err := ck.check(&root, reflect.TypeFor[Config](), nil); err != nil && err != errStop {
+			t.Fatalf("the explainer rejects an accepted config: %v\n%s", err, in)
+		}
 		js, err := json.Marshal(c)
 		if err != nil {
 			t.Fatalf("an accepted config does not encode: %v", err)

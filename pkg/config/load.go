@@ -4,11 +4,12 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/url"
 	"os"
+	"reflect"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ func Demo() *Config {
 // DemoYAML returns the text of the built-in demo config.
 func DemoYAML() []byte { return slices.Clone(demoYAML) }
 
-// LoadFile reads, defaults and validates a config file.
+// LoadFile reads, defaults and validates a config file. Its errors are
+// *Error with Source set to path, except a failure to read the file.
 func LoadFile(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -44,36 +46,149 @@ func LoadFile(path string) (*Config, error) {
 	}
 	c, err := Parse(b)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Source = path
+			return nil, e
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
 
 // Parse decodes YAML or JSON (JSON is YAML), rejecting unknown fields, then
-// applies defaults and validates. Errors name the offending field and value.
+// applies defaults and validates. Every error is an *Error naming the path
+// of the offending field, its value, and its line and column.
 //
 // YAML is read as YAML 1.2 (yaml.v3): "n", "no" and "on" stay strings, so a
 // route or provider may be called that. The document is turned into JSON
 // and decoded strictly, so YAML and JSON configs behave the same.
 func Parse(b []byte) (*Config, error) {
+	c, err := decode(b)
+	if err == nil {
+		if err = c.prepare(); err == nil {
+			return c, nil
+		}
+	}
+	return nil, explain(b, err)
+}
+
+// decodeError is a failure of decode, to be explained from the document.
+type decodeError struct{ err error }
+
+// Error is the decoder's message.
+func (d decodeError) Error() string { return d.err.Error() }
+
+// decode is the loader's decoding: YAML to generic values, to JSON, decoded
+// strictly into a Config. It defines what is accepted.
+func decode(b []byte) (*Config, error) {
 	var doc any
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, decodeError{err}
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, decodeError{err}
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if err := c.prepare(); err != nil {
-		return nil, err
+		return nil, decodeError{err}
 	}
 	return &c, nil
+}
+
+// explain turns a failure of decode or of validation into an *Error with
+// a path, a line and a column, reading the document again as a node tree.
+func explain(b []byte, err error) error {
+	var root yaml.Node
+	if yerr := yaml.Unmarshal(b, &root); yerr != nil {
+		return syntaxError(b, yerr)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		e.position(&root)
+		return e
+	}
+	c := checker{budget: 1 << 20}
+	if cerr := c.check(&root, reflect.TypeFor[Config](), nil); cerr != nil && cerr != errStop {
+		return cerr
+	}
+	// The walk found nothing: report the decoder's words.
+	msg := err.Error()
+	for _, p := range []string{"yaml: ", "json: ", "unmarshal errors:\n  "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	e = &Error{Msg: msg}
+	if line, rest, ok := cutLine(msg); ok {
+		e.Line, e.Msg = line, rest
+	}
+	return e
+}
+
+// syntaxError converts a parse error. A JSON document gets encoding/json's
+// exact position. yaml.v3 reports a line but no column, and for the
+// parser's errors (as opposed to the scanner's) a 0-based line: corrected.
+func syntaxError(b []byte, err error) *Error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var v any
+		var se *json.SyntaxError
+		if jerr := json.Unmarshal(t, &v); errors.As(jerr, &se) {
+			line, col := lineCol(b[:len(b)-len(bytes.TrimLeft(b, " \t\r\n"))+int(se.Offset)])
+			return &Error{Msg: "JSON syntax: " + se.Error(), Line: line, Column: col}
+		}
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line, rest, ok := cutLine(msg)
+	e := &Error{Msg: "YAML syntax: " + rest, Line: line}
+	var anchor string
+	switch {
+	case parserProblems[rest]:
+		e.Line++ // 0-based, or absent for the first line
+	case !ok && strings.HasPrefix(rest, "unknown anchor '"):
+		anchor = strings.TrimSuffix(strings.TrimPrefix(rest, "unknown anchor '"), "' referenced")
+		e.Msg = "YAML syntax: *" + anchor + " refers to no &" + anchor + " before it"
+		for i := 0; i < len(b); i++ { // the first *anchor as a whole word
+			if j := i + 1 + len(anchor); b[i] == '*' && bytes.HasPrefix(b[i+1:], []byte(anchor)) && (j == len(b) || strings.IndexByte(" ,]}\n\r\t", b[j]) >= 0) {
+				e.Line, e.Column = lineCol(b[:i+1])
+				break
+			}
+		}
+	case !ok && !strings.Contains(rest, "anchor") && !strings.Contains(rest, "alias"):
+		e.Line = 1 // yaml.v3 leaves the line out on the first line
+	}
+	return e
+}
+
+// parserProblems are yaml.v3's parser errors (parserc.go), whose line it
+// reports 0-based.
+var parserProblems = map[string]bool{
+	"did not find expected <stream-start>": true, "did not find expected <document start>": true,
+	"found undefined tag handle": true, "did not find expected node content": true,
+	"did not find expected '-' indicator": true, "did not find expected key": true,
+	"did not find expected ',' or ']'": true, "did not find expected ',' or '}'": true,
+	"found duplicate %YAML directive": true, "found incompatible YAML document": true,
+	"found duplicate %TAG directive": true,
+}
+
+// lineCol is the 1-based line and column of the last byte of b.
+func lineCol(b []byte) (line, col int) {
+	line = 1 + bytes.Count(b[:max(len(b)-1, 0)], []byte("\n"))
+	return line, len(b) - 1 - bytes.LastIndexByte(b[:max(len(b)-1, 0)], '\n')
+}
+
+// cutLine splits "line N: rest".
+func cutLine(msg string) (int, string, bool) {
+	num, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": ")
+	if !ok || !strings.HasPrefix(msg, "line ") {
+		return 0, msg, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, msg, false
+	}
+	return n, rest, true
 }
 
 // Built-in defaults.
@@ -165,20 +280,8 @@ func (b BreakerSettings) merge(d BreakerSettings) BreakerSettings {
 	return b
 }
 
-func (b BreakerSettings) validate() error {
-	if b.FailureRate <= 0 || b.FailureRate > 1 {
-		return fmt.Errorf("config: breaker.failure_rate: %g is not in (0, 1]", b.FailureRate)
-	}
-	if b.Cooldown > b.MaxCooldown {
-		return fmt.Errorf("config: breaker.cooldown: %s exceeds max_cooldown %s", b.Cooldown.D(), b.MaxCooldown.D())
-	}
-	if b.MinRequests < 1 || b.ConsecutiveFailures < 1 || b.HalfOpenProbes < 1 {
-		return fmt.Errorf("config: breaker: min_requests, consecutive_failures and half_open_probes must be at least 1")
-	}
-	return nil
-}
-
-// prepare applies defaults and validates.
+// prepare applies defaults and validates. Its errors are *Error, without
+// a position yet (Parse adds it).
 func (c *Config) prepare() error {
 	if c.Server.MaxBodyBytes == 0 {
 		c.Server.MaxBodyBytes = defaultMaxBody
@@ -190,10 +293,10 @@ func (c *Config) prepare() error {
 		c.Server.DeadlineMargin = Duration(defaultDeadlineMargin)
 	}
 	if c.Server.MaxBodyBytes < 0 {
-		return fmt.Errorf("config: server.max_body_bytes: must be positive, got %d", c.Server.MaxBodyBytes)
+		return errAt(pathOf("server", "max_body_bytes"), "must be positive, got %d", c.Server.MaxBodyBytes)
 	}
 	c.Defaults = c.Defaults.merge(BuiltinPolicy())
-	if err := c.Defaults.validate("defaults"); err != nil {
+	if err := c.Defaults.validate(pathOf("defaults")); err != nil {
 		return err
 	}
 	c.Breaker = c.Breaker.merge(BuiltinBreaker())
@@ -201,30 +304,30 @@ func (c *Config) prepare() error {
 		return err
 	}
 	if len(c.Providers) == 0 {
-		return fmt.Errorf("config: providers: at least one provider is required")
+		return errAt(pathOf("providers"), "at least one provider is required")
 	}
 	for _, id := range sortedKeys(c.Providers) {
-		if err := c.Providers[id].validate("providers." + id); err != nil {
+		if err := c.Providers[id].validate(pathOf("providers", id)); err != nil {
 			return err
 		}
 	}
 	if len(c.Routes) == 0 {
-		return fmt.Errorf("config: routes: at least one route is required")
+		return errAt(pathOf("routes"), "at least one route is required")
 	}
 	for _, name := range sortedKeys(c.Routes) {
-		r := c.Routes[name]
+		r, at := c.Routes[name], pathOf("routes", name)
 		if r == nil {
-			return fmt.Errorf("config: routes.%s: empty route", name)
+			return errAt(at, "empty route (null): give it targets")
 		}
 		r.Policy = r.Policy.merge(c.Defaults)
-		if err := r.Policy.validate("routes." + name); err != nil {
+		if err := r.Policy.validate(at); err != nil {
 			return err
 		}
 		if len(r.Targets) == 0 {
-			return fmt.Errorf("config: routes.%s.targets: the chain is empty", name)
+			return errAt(at.Key("targets"), "the chain is empty: list at least one {provider, model} or {route}")
 		}
 		for i, t := range r.Targets {
-			if err := c.validateTarget(fmt.Sprintf("routes.%s.targets[%d]", name, i), t); err != nil {
+			if err := c.validateTarget(at.Key("targets").Index(i), t); err != nil {
 				return err
 			}
 		}
@@ -238,151 +341,3 @@ func (c *Config) prepare() error {
 	c.resolveChains()
 	return c.prepareTeams()
 }
-
-func (p *Provider) validate(at string) error {
-	if p == nil {
-		return fmt.Errorf("config: %s: empty provider", at)
-	}
-	if !slices.Contains(Kinds, p.Kind) {
-		return fmt.Errorf("config: %s.kind: unknown kind %q (want one of %s)", at, p.Kind, strings.Join(Kinds, ", "))
-	}
-	switch p.Kind {
-	case "openai", "anthropic":
-		u, err := url.Parse(p.BaseURL)
-		if p.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: %s.base_url: %q is not an http(s) URL", at, p.BaseURL)
-		}
-	case "fake":
-		if p.Fake == nil {
-			p.Fake = &FakeScript{}
-		}
-		switch p.Fake.Fail {
-		case "", "status", "reset", "stall", "after_chunks", "empty":
-		default:
-			return fmt.Errorf("config: %s.fake.fail: unknown failure mode %q (want status, reset, stall, after_chunks or empty)", at, p.Fake.Fail)
-		}
-		if p.Fake.Fail == "status" && p.Fake.Status == 0 {
-			p.Fake.Status = 503
-		}
-		if p.Fake.Status != 0 && (p.Fake.Status < 400 || p.Fake.Status > 599) {
-			return fmt.Errorf("config: %s.fake.status: %d is not an HTTP error status", at, p.Fake.Status)
-		}
-	}
-	if p.Fake != nil && p.Kind != "fake" {
-		return fmt.Errorf("config: %s.fake: only kind fake takes a script", at)
-	}
-	switch f := p.Options["max_tokens_field"]; f {
-	case "", "max_tokens", "max_completion_tokens":
-	default:
-		return fmt.Errorf("config: %s.options.max_tokens_field: %q is not max_tokens or max_completion_tokens", at, f)
-	}
-	for i, k := range p.Keys {
-		if (k.Env == "") == (k.SSM == "") {
-			return fmt.Errorf("config: %s.keys[%d]: set exactly one of env or ssm (keys are never written inline)", at, i)
-		}
-	}
-	switch strings.ToLower(p.AuthHeader) {
-	case "", "authorization", "api-key", "x-api-key":
-	default:
-		return fmt.Errorf("config: %s.auth_header: %q is not authorization, api-key or x-api-key", at, p.AuthHeader)
-	}
-	for h := range p.Headers {
-		switch strings.ToLower(h) {
-		case "authorization", "api-key", "x-api-key", "host", "content-length":
-			return fmt.Errorf("config: %s.headers: %q may not be set as a static header", at, h)
-		}
-	}
-	if p.ConnectTimeout == 0 {
-		p.ConnectTimeout = Duration(5 * time.Second)
-	}
-	return nil
-}
-
-func (p Policy) validate(at string) error {
-	if p.Attempts < 1 || p.Attempts > 10 {
-		return fmt.Errorf("config: %s.attempts: %d is not between 1 and 10", at, p.Attempts)
-	}
-	if p.MaxFallbacks != nil && *p.MaxFallbacks < 0 {
-		return fmt.Errorf("config: %s.max_fallbacks: %d must not be negative", at, *p.MaxFallbacks)
-	}
-	for _, c := range p.FallbackOn {
-		if !slices.Contains(gwerr.Categories, c) {
-			return fmt.Errorf("config: %s.fallback_on: unknown category %q", at, c)
-		}
-		if !c.Fallback() {
-			return fmt.Errorf("config: %s.fallback_on: %q can never fall back (a caller's own mistake); the categories that can are rate_limited, timeout, overloaded, unavailable, interrupted, context_length and content_policy", at, c)
-		}
-	}
-	if p.RetryBudget < 0 || p.RetryBudget > 1 {
-		return fmt.Errorf("config: %s.retry_budget: %g is not between 0 and 1", at, p.RetryBudget)
-	}
-	if p.BackoffBase > p.BackoffMax {
-		return fmt.Errorf("config: %s.backoff_base: %s exceeds backoff_max %s", at, p.BackoffBase.D(), p.BackoffMax.D())
-	}
-	return nil
-}
-
-func (c *Config) validateTarget(at string, t Target) error {
-	switch {
-	case t.Route != "" && (t.Provider != "" || t.Model != ""):
-		return fmt.Errorf("config: %s: a target is either {route} or {provider, model}, not both", at)
-	case t.Route != "":
-		if _, ok := c.Routes[t.Route]; !ok {
-			return fmt.Errorf("config: %s.route: unknown route %q", at, t.Route)
-		}
-		return nil
-	case t.Provider == "":
-		return fmt.Errorf("config: %s.provider: required", at)
-	}
-	if _, ok := c.Providers[t.Provider]; !ok {
-		return fmt.Errorf("config: %s.provider: unknown provider %q", at, t.Provider)
-	}
-	if t.Model == "" && c.Providers[t.Provider].Kind != "fake" {
-		return fmt.Errorf("config: %s.model: required", at)
-	}
-	switch t.Breaker {
-	case "", "open", "closed":
-	default:
-		return fmt.Errorf("config: %s.breaker: %q is not open or closed", at, t.Breaker)
-	}
-	if t.Attempts < 0 || t.Attempts > 10 || t.MaxTokens < 0 {
-		return fmt.Errorf("config: %s: attempts must be 0-10 and max_tokens positive", at)
-	}
-	return nil
-}
-
-// checkCycle walks route references depth first; done marks routes whose
-// references are known to be acyclic, so each route is walked once.
-func (c *Config) checkCycle(name string, path []string, done map[string]bool) error {
-	if slices.Contains(path, name) {
-		return fmt.Errorf("config: routes.%s: route references form a cycle: %s", path[0], strings.Join(append(path, name), " -> "))
-	}
-	if done[name] {
-		return nil
-	}
-	path = append(path, name)
-	for _, t := range c.Routes[name].Targets {
-		if t.Route != "" {
-			if err := c.checkCycle(t.Route, path, done); err != nil {
-				return err
-			}
-		}
-	}
-	done[name] = true
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// RouteNames returns the route names, sorted.
-func (c *Config) RouteNames() []string { return sortedKeys(c.Routes) }
-
-// ProviderIDs returns the provider ids, sorted.
-func (c *Config) ProviderIDs() []string { return sortedKeys(c.Providers) }

@@ -1,16 +1,16 @@
 package config
 
 import (
-	"encoding/hex"
-	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/teamkey"
 )
 
 // AnonymousTeam is the team that usage of unauthenticated callers (local
 // mode, no team keys configured) is recorded under. It cannot be configured.
-const AnonymousTeam = "anonymous"
+const AnonymousTeam = teamkey.Anonymous
 
 // Team is one caller team: its keys, what it may call, and its limits.
 //
@@ -186,63 +186,60 @@ func (c *Config) prepareTeams() error {
 		c.Usage.StoreTimeout = Duration(DefaultStoreTimeout)
 	}
 	if c.Usage.TTL.D() < minUsageTTL {
-		return fmt.Errorf("config: usage.ttl: %s is shorter than the minimum %s", c.Usage.TTL.D(), minUsageTTL)
+		return errAt(pathOf("usage", "ttl"), "%s is shorter than the minimum %s", c.Usage.TTL.D(), minUsageTTL)
 	}
 	if c.Usage.StoreTimeout.D() > 10*time.Second {
-		return fmt.Errorf("config: usage.store_timeout: %s is longer than 10s", c.Usage.StoreTimeout.D())
+		return errAt(pathOf("usage", "store_timeout"), "%s is longer than 10s", c.Usage.StoreTimeout.D())
 	}
 	if err := c.Usage.Lease.prepare(); err != nil {
 		return err
 	}
 	hashes := map[string]string{} // sha256 -> teams.<team>.keys[i]
 	for _, name := range sortedKeys(c.Teams) {
-		at := "teams." + name
+		at := pathOf("teams", name)
 		t := c.Teams[name]
-		if !plainName(name, "-_.") {
-			return fmt.Errorf("config: %s: team name %q must be 1-64 letters, digits, '-', '_' or '.'", at, name)
-		}
-		if name == AnonymousTeam {
-			return fmt.Errorf("config: %s: %q is reserved for unauthenticated usage", at, name)
+		if err := teamkey.CheckTeam(name); err != nil {
+			return errAt(at, "%v", err)
 		}
 		if t == nil {
-			return fmt.Errorf("config: %s: empty team", at)
+			return errAt(at, "empty team (null): give it keys, or {} for a team without any")
 		}
 		ids := map[string]bool{}
 		for i := range t.Keys {
 			k := &t.Keys[i]
-			kat := fmt.Sprintf("%s.keys[%d]", at, i)
-			if !plainName(k.ID, "-_.") {
-				return fmt.Errorf("config: %s.id: %q must be 1-64 letters, digits, '-', '_' or '.'", kat, k.ID)
+			kat := at.Key("keys").Index(i)
+			if !teamkey.ValidName(k.ID) {
+				return errAt(kat.Key("id"), "%s must be %s", show(k.ID), teamkey.NameRule)
 			}
 			if ids[k.ID] {
-				return fmt.Errorf("config: %s.id: duplicate key id %q", kat, k.ID)
+				return errAt(kat.Key("id"), "duplicate key id %s in team %s", show(k.ID), name)
 			}
 			ids[k.ID] = true
 			k.SHA256 = strings.ToLower(strings.TrimSpace(k.SHA256))
-			if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != 32 {
+			if _, err := teamkey.ParseHash(k.SHA256); err != nil {
 				// The value is a hash, not a secret, but an operator may
 				// have pasted the key itself here: never echo it.
-				return fmt.Errorf("config: %s.sha256: not 64 hex digits (put the SHA-256 of the key here, never the key; scripts/newkey prints it)", kat)
+				return errAt(kat.Key("sha256"), "not 64 hex digits (put the SHA-256 of the key here, never the key; scripts/newkey prints it); the value is not shown")
 			}
 			if prev, dup := hashes[k.SHA256]; dup {
-				return fmt.Errorf("config: %s.sha256: the same key hash is also %s", kat, prev)
+				return errAt(kat.Key("sha256"), "the same key hash is also %s", prev)
 			}
-			hashes[k.SHA256] = kat
+			hashes[k.SHA256] = kat.String()
 		}
 		for i, r := range t.Routes {
 			if _, ok := c.Routes[r]; !ok {
-				return fmt.Errorf("config: %s.routes[%d]: unknown route %q", at, i, r)
+				return errAt(at.Key("routes").Index(i), "unknown route %s%s", show(r), didYouMean(r, c.RouteNames()))
 			}
 		}
-		if err := t.Limits.validate(at + ".limits"); err != nil {
+		if err := t.Limits.validate(at.Key("limits")); err != nil {
 			return err
 		}
 		costLimited := t.Limits.costLimited()
 		for _, tag := range sortedKeys(t.Tags) {
 			if !plainName(tag, "-_.:/") {
-				return fmt.Errorf("config: %s.tags: tag %q must be 1-64 letters, digits, - _ . : or /", at, tag)
+				return errAt(at.Key("tags").Key(tag), "tag %s must be 1-64 letters, digits, - _ . : or /", show(tag))
 			}
-			if err := t.Tags[tag].validate(at + ".tags." + tag); err != nil {
+			if err := t.Tags[tag].validate(at.Key("tags").Key(tag)); err != nil {
 				return err
 			}
 			costLimited = costLimited || t.Tags[tag].costLimited()
@@ -257,14 +254,14 @@ func (c *Config) prepareTeams() error {
 	}
 	for _, name := range sortedKeys(c.Prices) {
 		p := c.Prices[name]
-		at := "prices." + name
+		at := pathOf("prices", name)
 		if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
-			return fmt.Errorf("config: %s: a price is keyed by \"provider/model\" or \"model\"", at)
+			return errAt(at, "a price is keyed by \"provider/model\" or \"model\", not %s", show(name))
 		}
 		vals := map[string]float64{"input": p.Input, "output": p.Output, "cached_input": p.CachedInputPrice(), "cache_write": p.CacheWritePrice()}
 		for _, f := range []string{"input", "output", "cached_input", "cache_write"} {
 			if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
-				return fmt.Errorf("config: %s.%s: %g is not a price in USD per million tokens", at, f, v)
+				return errAt(at.Key(f), "%g is not a price in USD per million tokens (0 to 1e6)", v)
 			}
 		}
 	}
@@ -275,7 +272,7 @@ func (l Limits) costLimited() bool { return l.CostPerHourUSD > 0 || l.CostPerDay
 
 // checkPriced reports a target, reachable by a team through routes (all
 // routes when empty), that has no price.
-func (c *Config) checkPriced(at string, routes []string) error {
+func (c *Config) checkPriced(at Path, routes []string) error {
 	if len(routes) == 0 {
 		routes = c.RouteNames()
 	}
@@ -283,14 +280,14 @@ func (c *Config) checkPriced(at string, routes []string) error {
 		steps, _, _ := c.Chain(r)
 		for _, s := range steps {
 			if _, ok := c.PriceFor(s.Provider, s.Model); !ok {
-				return fmt.Errorf("config: %s: has a cost limit but target %s (route %s) has no entry in prices", at, s.ID, r)
+				return errAt(at, "has a cost limit but target %s (route %s) has no entry in prices: add prices.%q or prices.%q", s.ID, r, s.ID, s.Model)
 			}
 		}
 	}
 	return nil
 }
 
-func (l Limits) validate(at string) error {
+func (l Limits) validate(at Path) error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -300,7 +297,7 @@ func (l Limits) validate(at string) error {
 		{"max_input_tokens", float64(l.MaxInputTokens)}, {"max_output_tokens", float64(l.MaxOutputTokens)},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v > 1e12 {
-			return fmt.Errorf("config: %s.%s: %g must be between 0 (unlimited) and 1e12", at, f.name, f.v)
+			return errAt(at.Key(f.name), "%g must be between 0 (unlimited) and 1e12", f.v)
 		}
 	}
 	return nil
@@ -319,11 +316,11 @@ func (l *LeaseSettings) prepare() error {
 	}
 	switch {
 	case !(l.Share > 0 && l.Share <= 1):
-		return fmt.Errorf("config: usage.lease.share: %g is not in (0, 1]", l.Share)
+		return errAt(pathOf("usage", "lease", "share"), "%g is not in (0, 1]", l.Share)
 	case l.MaxRequests < 1:
-		return fmt.Errorf("config: usage.lease.max_requests: %d is less than 1", l.MaxRequests)
+		return errAt(pathOf("usage", "lease", "max_requests"), "%d is less than 1", l.MaxRequests)
 	case l.TTL.D() < time.Second || l.TTL.D() > 10*time.Minute:
-		return fmt.Errorf("config: usage.lease.ttl: %s is not between 1s and 10m", l.TTL.D())
+		return errAt(pathOf("usage", "lease", "ttl"), "%s is not between 1s and 10m", l.TTL.D())
 	}
 	return nil
 }

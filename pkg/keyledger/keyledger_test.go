@@ -71,10 +71,10 @@ routes:
 		}
 		return "", false, boom
 	}, nil, func(p string, i int, err error) { reported = append(reported, fmt.Sprintf("%s[%d]", p, i)) })
-	if len(res.Keys["a"]) != 0 || len(res.Unresolved["a"]) != 3 || !strings.HasPrefix(strings.Join(reported, ","), "a[0],a[1],a[2]") {
+	if len(res.Keys["a"]) != 0 || len(res.Unresolved["a"]) != 4 || strings.Join(reported, ",") != "a[0],a[1],a[2],a[3],b[0]" {
 		t.Fatalf("failed references must be skipped, listed and reported: %+v, reported %v", res, reported)
 	}
-	if u := res.Unresolved["a"]; u[0].Reason != ReasonUnresolved || u[1].Reason != ReasonMissing || u[0].Ref != "ONE" || u[0].Fingerprint != "" {
+	if u := res.Unresolved["a"]; u[0].Reason != ReasonUnresolved || u[2].Reason != ReasonMissing || u[2].Ref != "TWO" || u[0].Ref != "ONE" || u[0].Fingerprint != "" {
 		t.Fatalf("unresolved statuses %+v", u)
 	}
 }

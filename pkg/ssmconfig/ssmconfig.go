@@ -8,6 +8,9 @@
 // parameters do not validate boots on it ([Loader.Boot]). Provider keys
 // referenced as {ssm: /name} are SecureString parameters, decrypted at load
 // and cached.
+//
+// A config error names the parameter that holds the offending value and
+// the line and column within its value (see attribute.go).
 package ssmconfig
 
 import (
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
@@ -118,14 +121,16 @@ func (l *Loader) LoadSnapshot(ctx context.Context) (cfg *config.Config, snap *Sn
 		docs[i] = p.value
 		snap.Sources = append(snap.Sources, Source{Name: p.name, Version: p.version, Type: p.typ})
 	}
-	merged, err := Merge(docs)
+	merged, err := mergeParams(params)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	sum := sha256.Sum256(merged)
 	cfg, err = config.Parse(merged)
 	if err != nil {
-		return nil, nil, false, err
+		// Name the parameter that holds the offending value, and the
+		// line and column in it.
+		return nil, nil, false, attribute(err, params, l.Path)
 	}
 	snap.Document, snap.Digest = string(merged), fmt.Sprintf("%x", sum)
 	l.mu.Lock()
@@ -140,12 +145,6 @@ func (l *Loader) forget() {
 	l.mu.Lock()
 	l.digest = [32]byte{}
 	l.mu.Unlock()
-}
-
-// param is one config parameter as read from SSM.
-type param struct {
-	name, value, typ string
-	version          int64
 }
 
 // read returns the parameters under Path, sorted by name.
@@ -173,17 +172,14 @@ func (l *Loader) read(ctx context.Context) ([]param, error) {
 }
 
 // Merge deep-merges YAML documents in order: maps merge key by key, any
-// other value (lists included) is replaced by the later document's.
+// other value (lists included) is replaced by the later document's. An
+// error names the document by its index.
 func Merge(docs []string) ([]byte, error) {
-	var acc map[string]any
+	params := make([]param, len(docs))
 	for i, d := range docs {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-			return nil, fmt.Errorf("config parameter %d: %w", i, err)
-		}
-		acc = mergeMaps(acc, m)
+		params[i] = param{name: strconv.Itoa(i), value: d}
 	}
-	return yaml.Marshal(acc)
+	return mergeParams(params)
 }
 
 func mergeMaps(dst, src map[string]any) map[string]any {

@@ -3,6 +3,7 @@ package ssmconfig_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -160,5 +161,57 @@ func TestMergeReplacesListsAndMergesMaps(t *testing.T) {
 	s := string(out)
 	if !strings.Contains(s, "x: 1") || !strings.Contains(s, `"y": 3`) || !strings.Contains(s, "- 9") || strings.Contains(s, "- 2") || !strings.Contains(s, "b: 2") {
 		t.Errorf("merged = %s", s)
+	}
+}
+
+// TestErrorsNameTheParameterAndThePlaceInIt: every kind of config error,
+// in a config merged from several parameters, names the parameter holding
+// the offending value and the line and column within that value.
+func TestErrorsNameTheParameterAndThePlaceInIt(t *testing.T) {
+	const p = "/llmgw/test/config/"
+	cases := []struct {
+		name   string
+		params map[string]string
+		want   string
+	}{
+		{"validation, in a later parameter", map[string]string{"00-base": base, "50-teams": "teams:\n  search:\n    keys: [{id: k1, sha256: nothex}]\n"},
+			"config parameter " + p + "50-teams: teams.search.keys[0].sha256: not 64 hex digits (put the SHA-256 of the key here, never the key; scripts/newkey prints it); the value is not shown (line 3, column 29)"},
+		{"validation, in the base under an overlay", map[string]string{"00-base": base + "  fast: {attempts: 11, targets: [{provider: a, model: x}]}\n",
+			"99-incident": "routes:\n  chat: {first_token_timeout: 3s}\n"},
+			"config parameter " + p + "00-base: routes.fast.attempts: 11 is not between 1 and 10 (line 7, column 20)"},
+		{"a list replaced by a later parameter", map[string]string{"00-base": base, "50-bad": "# an incident edit\nroutes:\n  chat:\n    targets: [{provider: a, model: x}, {provider: ghost, model: x}]\n"},
+			"config parameter " + p + "50-bad: routes.chat.targets[1].provider: unknown provider \"ghost\" (providers: a, b) (line 4, column 51)"},
+		{"unknown field", map[string]string{"00-base": base, "10-defaults": "defaults:\n  attempt: 3\n"},
+			"config parameter " + p + "10-defaults: defaults.attempt: unknown field \"attempt\", did you mean \"attempts\"? (line 2, column 3)"},
+		{"bad type", map[string]string{"00-base": base, "10-defaults": "defaults: {attempts: three}\n"},
+			"config parameter " + p + "10-defaults: defaults.attempts: expected an integer, got string \"three\" (line 1, column 22)"},
+		{"bad duration", map[string]string{"00-base": base, "99-incident": "routes:\n  chat: {first_token_timeout: soon}\n"},
+			"config parameter " + p + "99-incident: routes.chat.first_token_timeout: \"soon\" is not a duration; write it like \"10s\", \"1.5s\" or \"250ms\" (line 2, column 31)"},
+		{"a mapping merged from two parameters: the later one", map[string]string{"00-base": base, "99-incident": "routes:\n  chat: {targets: [{route: chat}]}\n"},
+			"config parameter " + p + "99-incident: routes.chat: route references form a cycle: chat -> chat (line 2, column 9)"},
+		{"missing everywhere", map[string]string{"00-providers": "providers: {a: {kind: fake}}\n", "10-teams": "teams: {}\n"},
+			"config parameters under " + p + ": routes: at least one route is required"},
+		{"YAML syntax in one parameter", map[string]string{"00-base": base, "50-teams": "teams:\n  search: {keys: [}\n"},
+			"config parameter " + p + "50-teams: YAML syntax: did not find expected node content (line 2)"},
+		{"a key given twice in one parameter", map[string]string{"00-base": base, "50-teams": "teams:\n  t: {}\n  t: {}\n"},
+			"config parameter " + p + "50-teams: teams.t: key \"t\" is given twice (first at line 2) (line 3, column 3)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := ssmtest.New()
+			defer srv.Close()
+			for name, v := range c.params {
+				srv.Put(p+name, "String", v)
+			}
+			l := &ssmconfig.Loader{API: client(t, srv), Path: p}
+			_, _, err := l.Load(context.Background())
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got  %v\nwant %s", err, c.want)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("%T is not a *config.Error", err)
+			}
+		})
 	}
 }

@@ -6,7 +6,9 @@
 // A team key is "llmgw_" followed by 32 random bytes in base64url ([NewKey],
 // the scripts/newkey command). The config holds only its SHA-256 in hex.
 // Clients send the key as `Authorization: Bearer <key>`, which is what the
-// OpenAI SDKs send for api_key. The [Authenticator] hashes what it is sent,
+// OpenAI SDKs send for api_key (and Claude Code for ANTHROPIC_AUTH_TOKEN),
+// or as `x-api-key: <key>`, which is what the Anthropic SDKs send for
+// api_key (Claude Code for ANTHROPIC_API_KEY). The [Authenticator] hashes what it is sent,
 // looks the hash up in a map built from the config in force, and compares
 // the stored hash with crypto/subtle, so response timing says nothing about
 // how much of a guess was right. A missing, unknown or revoked key and a
@@ -41,11 +43,6 @@
 package teams
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -55,36 +52,29 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/teamkey"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // KeyPrefix starts every team key, so leaked keys are easy to recognise
-// (secret scanners) and to tell from provider keys.
-const KeyPrefix = "llmgw_"
+// (secret scanners) and to tell from provider keys (teamkey.Prefix).
+const KeyPrefix = teamkey.Prefix
 
 // maxKeyLen bounds the Authorization value considered; longer is refused.
 const maxKeyLen = 512
 
-// NewKey returns a new team key and the hex SHA-256 to put in the config.
-func NewKey() (key, sha256Hex string, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
-	}
-	key = KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	return key, HashKey(key), nil
-}
+// NewKey returns a new team key and the hex SHA-256 to put in the config
+// (teamkey.New).
+func NewKey() (key, sha256Hex string, err error) { return teamkey.New() }
 
-// HashKey returns the lowercase hex SHA-256 of a key, as the config holds it.
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
+// HashKey returns the lowercase hex SHA-256 of a key, as the config holds it
+// (teamkey.Hash).
+func HashKey(key string) string { return teamkey.Hash(key) }
 
 // errUnauthenticated is the one answer to every authentication failure.
 func errUnauthenticated() *gwerr.Error {
 	return gwerr.New(gwerr.Authentication,
-		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key>").WithCode("invalid_api_key")
+		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key> or x-api-key: <key>").WithCode("invalid_api_key")
 }
 
 // Authenticator identifies callers by team key against the config in
@@ -105,13 +95,13 @@ type Authenticator struct {
 // keyIndex maps key hashes to keys for one config.
 type keyIndex struct {
 	cfg    *config.Config
-	byHash map[[sha256.Size]byte]keyEntry
+	byHash map[[teamkey.Size]byte]keyEntry
 }
 
 type keyEntry struct {
 	team    string
 	id      string
-	sum     [sha256.Size]byte
+	sum     [teamkey.Size]byte
 	revoked bool
 }
 
@@ -131,12 +121,10 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 	if ix := a.index.Load(); ix != nil && ix.cfg == cfg {
 		return ix
 	}
-	ix := &keyIndex{cfg: cfg, byHash: map[[sha256.Size]byte]keyEntry{}}
+	ix := &keyIndex{cfg: cfg, byHash: map[[teamkey.Size]byte]keyEntry{}}
 	for _, name := range cfg.TeamNames() {
 		for _, k := range cfg.Teams[name].Keys {
-			var sum [sha256.Size]byte
-			if b, err := hex.DecodeString(k.SHA256); err == nil && len(b) == sha256.Size {
-				copy(sum[:], b)
+			if sum, err := teamkey.ParseHash(k.SHA256); err == nil {
 				ix.byHash[sum] = keyEntry{team: name, id: k.ID, sum: sum, revoked: k.Revoked}
 			}
 		}
@@ -145,7 +133,8 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 	return ix
 }
 
-// Authenticate identifies the caller of r; its signature is
+// Authenticate identifies the caller of r by the key in its Authorization
+// (Bearer) header, else its x-api-key header; its signature is
 // server.Authenticator. Every refusal is the same *gwerr.Error
 // (authentication, 401).
 func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
@@ -155,13 +144,16 @@ func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) 
 	}
 	key, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
+		key, ok = plainKey(r.Header.Get("x-api-key"))
+	}
+	if !ok {
 		return a.refuse(r, "missing", "", "")
 	}
-	sum := sha256.Sum256([]byte(key))
+	sum := teamkey.Sum(key)
 	e, found := a.indexFor(cfg).byHash[sum]
 	// The lookup is by hash; confirm in constant time anyway, so no code
 	// path compares key material byte by byte.
-	if !found || subtle.ConstantTimeCompare(e.sum[:], sum[:]) != 1 {
+	if !found || !teamkey.Equal(e.sum, sum) {
 		return a.refuse(r, "unknown key", "", "")
 	}
 	t := cfg.Teams[e.team]
@@ -192,6 +184,15 @@ func bearer(h string) (string, bool) {
 		return "", false
 	}
 	return tok, true
+}
+
+// plainKey reads an "x-api-key: <key>" value.
+func plainKey(h string) (string, bool) {
+	k := strings.TrimSpace(h)
+	if k == "" || len(k) > maxKeyLen {
+		return "", false
+	}
+	return k, true
 }
 
 // UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer)

@@ -11,7 +11,7 @@
 // included). -refresh runs the rollup for the range first. With -url it
 // asks a running gateway (GET /v1/usage) with the key in $LLMGW_KEY: an
 // admin key sees every team. Use -url while a local gateway holds the
-// embedded store file.
+// embedded store file. -h prints all of this.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -34,9 +35,9 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, time.Now()); cmdhelp.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "costs:", err)
-		os.Exit(1)
+		os.Exit(cmdhelp.ExitCode(err))
 	}
 }
 
@@ -51,8 +52,8 @@ func run(ctx context.Context, args []string, out io.Writer, now time.Time) error
 	detail := fs.Bool("detail", false, "also list each team's routes and tags")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
 	gateway := fs.String("url", "", "read through a running gateway's GET /v1/usage (key in $"+deployment.EnvKey+") instead of the store")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := help.Parse(fs, args, out); err != nil {
+		return err // flag.ErrHelp after -h: exit 0
 	}
 	if *from == "" {
 		*from = now.UTC().Format("2006-01") + "-01"

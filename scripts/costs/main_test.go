@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -122,5 +123,24 @@ func TestCostTableThroughTheGateway(t *testing.T) {
 	t.Setenv(deployment.EnvKey, "llmgw_wrong")
 	if err := run(context.Background(), []string{"-url", srv.URL}, &b, now); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	cmdhelptest.MainIfChild(main)
+	os.Exit(m.Run())
+}
+
+// TestHelp: -h explains both ways of reading, every flag and every LLMGW_*
+// variable costs reads, and exits 0.
+func TestHelp(t *testing.T) {
+	want := []string{"costs - print the per-team cost table", "From the store (default)", "Through a gateway (-url)",
+		"-from", "-to", "-refresh", "-detail", "-json", "-url", "-config", "-store", "-state", "-table"}
+	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".", "../../pkg/usage/usagecli/usagecli.go")...)...)
+	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := cmdhelptest.Run(t, []string{"LLMGW_KEY="}, "-url", "http://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "$LLMGW_KEY") {
+		t.Errorf("no key: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The rollup reads and writes usage items: it must not link the failover
+// engine, the HTTP front or any provider adapter or SDK.
+func TestRollupLinksNoProviderOrFailoverCode(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/llmgw/llmgw/functions/rollup").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, banned := range []string{"/pkg/failover", "/pkg/server", "/pkg/provider", "/pkg/ingress",
+			"bedrockruntime", "anthropic-sdk-go", "openai-go"} {
+			if strings.Contains(p, banned) {
+				t.Errorf("the rollup links %s", p)
+			}
+		}
+	}
+}
