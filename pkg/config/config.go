@@ -41,6 +41,10 @@ type Server struct {
 	// stream is ended with a timeout error event, so the client is always
 	// told (default 2s). On Lambda the deadline is the invocation's.
 	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+	// ClientIdleTimeout is how long one write to a client may stay blocked
+	// (the client reads nothing) before the client is dropped: its upstream
+	// is cancelled and its usage recorded (default 30s).
+	ClientIdleTimeout Duration `json:"client_idle_timeout,omitempty"`
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.

@@ -24,7 +24,11 @@ type Record struct {
 	Attempts      []Attempt `json:"attempts,omitempty"`
 	FallbackDepth int       `json:"fallback_depth"`
 	// Outcome is "ok", an error category, or "client_cancelled".
-	Outcome       string  `json:"outcome"`
+	Outcome string `json:"outcome"`
+	// ClientDropped is set when the gateway dropped a client that stopped
+	// reading (outcome client_cancelled): a write stayed blocked past
+	// server.client_idle_timeout.
+	ClientDropped bool    `json:"client_dropped,omitempty"`
 	Status        int     `json:"status"`
 	Stream        bool    `json:"stream"`
 	TTFTMillis    float64 `json:"ttft_ms,omitempty"`

@@ -29,6 +29,8 @@ type exchangeState struct {
 	req    *exchange.Request
 	rec    exchange.Record
 	settle exchange.Settle
+	// end is the error that ended the relay: io.EOF after a clean end.
+	end error
 }
 
 // serve runs one request of any client API through the shared pipeline:
@@ -116,76 +118,6 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 		deadline = d.Add(-margin)
 	}
 	return context.WithDeadlineCause(parent, deadline, failover.ErrDeadline)
-}
-
-// relay writes a committed response through the ingress's encoder: the same
-// loop for streams and whole bodies. A stream is written event by event; a
-// non-streaming body is sent whole at the end, with a Content-Length, so the
-// client has its answer without waiting for the record to be written.
-func (x *exchangeState) relay(sess *failover.Session) {
-	enc := x.in.NewEncoder(x.req)
-	x.setGatewayHeaders()
-	h := x.w.Header()
-	h.Set("Content-Type", enc.ContentType())
-	stream := x.req.Stream
-	if stream {
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	}
-	rc := http.NewResponseController(x.w)
-	var buf []byte
-	ev, err := sess.Next()
-	for ; err == nil; ev, err = sess.Next() {
-		if !stream {
-			enc.Event(nil, &ev)
-			continue
-		}
-		buf = enc.Event(buf[:0], &ev)
-		if werr := write(x.w, rc, buf); werr != nil {
-			err = failover.ErrClientGone
-			break
-		}
-	}
-	u := sess.Usage()
-	sess.End(err)
-	x.rec.SetUsage(u)
-	switch {
-	case err == io.EOF && !stream:
-		body := enc.End(nil, u)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-		write(x.w, rc, body)
-	case err == io.EOF:
-		write(x.w, rc, enc.End(buf[:0], u))
-	case errors.Is(err, failover.ErrClientGone):
-		x.rec.Outcome = "client_cancelled"
-	case !stream:
-		x.fail(gwerr.As(err))
-	default:
-		ge := gwerr.As(err)
-		x.rec.Outcome = string(ge.Category)
-		write(x.w, rc, enc.Fail(buf[:0], ge, x.req.ID, u))
-	}
-}
-
-// write sends one piece and flushes it. lambdaurl's writer cannot flush and
-// does not need to (every write streams), so ErrNotSupported is fine.
-func write(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
 }
 
 // setGatewayHeaders sets the headers every response of the pipeline carries.

@@ -1,0 +1,32 @@
+// Package stage holds the seams of the serving pipeline's optional stages:
+// the response cache (pkg/cache), moderation (pkg/moderation) and pacing
+// (pkg/pacing). The front (pkg/server) runs every client API through one
+// pipeline and calls a stage only through these small interfaces; a nil
+// stage in server.Options is off. Stages speak canonical exchange values
+// only, so every ingress gets them.
+package stage
+
+import (
+	"github.com/llmgw/llmgw/pkg/exchange"
+)
+
+// Source yields the events of one committed response: a failover session,
+// a cache replay, or a stage wrapping one of them (a pacer, a hold).
+//
+// Next returns io.EOF after a clean end, failover.ErrClientGone when the
+// client left, or a *gwerr.Error for the API's mid-stream error. Events may
+// point into the source's buffers: they are valid until the next call to
+// Next (exchange.Event.Clone keeps one). End must be called exactly once,
+// with the error that ended the relay; Usage is valid after End.
+type Source interface {
+	Next() (exchange.Event, error)
+	Usage() exchange.TokenUsage
+	End(err error)
+}
+
+// Decoder reads an upstream's Raw events of one client API back into
+// canonical events (an ingress implements it for its own API: see
+// ingress.RawDecoder). ok is false when the frame carries something the
+// canonical events cannot represent (several choices, log probabilities,
+// a refusal, ...).
+type Decoder func(dst []exchange.Event, ev *exchange.Event) (out []exchange.Event, ok bool)
