@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/pacing"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -78,6 +79,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
+		Pacing:       pacing.Pacer{},
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {

@@ -128,6 +128,9 @@ type Route struct {
 	Targets []Target `json:"targets"`
 	// Policy overrides the config's defaults for this route.
 	Policy
+	// Pacing is the route's default pacing profile (instant, fast, steady
+	// or slow; "" unpaced), for requests that select none.
+	Pacing string `json:"pacing,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a

@@ -344,5 +344,8 @@ func (c *Config) prepare() error {
 		}
 	}
 	c.resolveChains()
-	return c.prepareTeams()
+	if err := c.prepareTeams(); err != nil {
+		return err
+	}
+	return c.prepareServing()
 }

@@ -28,9 +28,11 @@ type Record struct {
 	// ClientDropped is set when the gateway dropped a client that stopped
 	// reading (outcome client_cancelled): a write stayed blocked past
 	// server.client_idle_timeout.
-	ClientDropped bool    `json:"client_dropped,omitempty"`
-	Status        int     `json:"status"`
-	Stream        bool    `json:"stream"`
+	ClientDropped bool `json:"client_dropped,omitempty"`
+	Status        int  `json:"status"`
+	Stream        bool `json:"stream"`
+	// Pacing is the pacing profile the response was released at.
+	Pacing        string  `json:"pacing,omitempty"`
 	TTFTMillis    float64 `json:"ttft_ms,omitempty"`
 	LatencyMillis float64 `json:"latency_ms"`
 	// InputTokens counts every prompt token, cached or not (cache reads

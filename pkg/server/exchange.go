@@ -31,6 +31,10 @@ type exchangeState struct {
 	settle exchange.Settle
 	// end is the error that ended the relay: io.EOF after a clean end.
 	end error
+	// pacing is the profile the response is paced with ("" none).
+	pacing string
+	// cancel cancels the request's upstream work.
+	cancel context.CancelFunc
 }
 
 // serve runs one request of any client API through the shared pipeline:
@@ -71,6 +75,7 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 
 	ctx, cancel := requestContext(r.Context(), req.Start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
 	defer cancel()
+	x.cancel = cancel
 	sess, err := rt.router.Open(ctx, req)
 	if err != nil {
 		if errors.Is(err, failover.ErrClientGone) {
@@ -80,7 +85,7 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(gwerr.As(err))
 		return
 	}
-	x.relay(sess)
+	x.relay(x.paced(sess))
 }
 
 // route reads the feature tag and resolves the route's chain, checking the
@@ -106,6 +111,13 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 		return gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Route).WithParam("model").WithCode("model_not_allowed")
 	}
 	req.Steps, req.Policy = steps, route.Policy
+	if p := x.h.opts.Pacing; p != nil {
+		name, err := p.Profile(x.r, req, route.Pacing)
+		if err != nil {
+			return gwerr.As(err)
+		}
+		x.pacing = name
+	}
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
@@ -81,6 +82,9 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Pacing releases streamed text at a selected profile's rate
+	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
+	Pacing stage.Pacing
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests

@@ -7,6 +7,8 @@
 package stage
 
 import (
+	"net/http"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
@@ -30,3 +32,25 @@ type Source interface {
 // canonical events cannot represent (several choices, log probabilities,
 // a refusal, ...).
 type Decoder func(dst []exchange.Event, ev *exchange.Event) (out []exchange.Event, ok bool)
+
+// Pacing is the pacing stage (pkg/pacing implements it): it releases a
+// stream's text at a chosen rate.
+type Pacing interface {
+	// Profile names the profile a request selected (header, query
+	// parameter or body field), else routeDefault; "" means unpaced. An
+	// unknown name is a *gwerr.Error (400).
+	Profile(r *http.Request, req *exchange.Request, routeDefault string) (string, error)
+	// Pace wraps src so that its text is released at the profile's rate
+	// (src itself when the profile does not pace).
+	Pace(src Source, profile string, o PaceOptions) Source
+}
+
+// PaceOptions are what a pacer needs from the front.
+type PaceOptions struct {
+	// Weigh returns the characters of text a Raw event carries; ok false
+	// when it cannot tell (nil: it never can).
+	Weigh func(ev *exchange.Event) (chars int, ok bool)
+	// Cancel cancels the request's upstream work, so that End can stop a
+	// read blocked on the upstream. Required.
+	Cancel func()
+}
