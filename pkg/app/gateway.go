@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/cache"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -80,6 +81,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
 		Pacing:       pacing.Pacer{},
+		Cache:        cache.New(st, cache.Options{Logger: log}),
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {

@@ -28,6 +28,11 @@ type Config struct {
 	Prices map[string]Price `json:"prices,omitempty"`
 	Usage  UsageSettings    `json:"usage,omitempty"`
 
+	// Cache tunes the response cache (off unless a route or team enables it).
+	Cache CacheSettings `json:"cache,omitempty"`
+	// Moderation holds the moderation policies routes and teams name.
+	Moderation ModerationSettings `json:"moderation,omitempty"`
+
 	chains map[string][]Step // resolved at load, see Chain
 }
 
@@ -131,6 +136,11 @@ type Route struct {
 	// Pacing is the route's default pacing profile (instant, fast, steady
 	// or slow; "" unpaced), for requests that select none.
 	Pacing string `json:"pacing,omitempty"`
+	// Cache opts the route in to (or out of) the response cache.
+	Cache *RouteCache `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the route
+	// is checked under (moderation.policies).
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a

@@ -50,6 +50,14 @@ type Record struct {
 	// MalformedFrames counts upstream frames skipped as invalid JSON.
 	MalformedFrames int     `json:"malformed_frames,omitempty"`
 	CostUSD         float64 `json:"cost_usd,omitempty"`
+	// ResponseCache is the response cache's verdict: "hit" (served from
+	// the cache: no upstream call, no tokens, cost 0), "miss", "bypass"
+	// (the client asked for a fresh answer), or "" when the request was
+	// not cacheable. Distinct from CacheHit, the provider's prompt cache.
+	ResponseCache string `json:"response_cache,omitempty"`
+	// SavedCostUSD is, on a hit, what the cached answer cost when it was
+	// generated (its tokens at today's prices).
+	SavedCostUSD float64 `json:"saved_cost_usd,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.

@@ -76,16 +76,7 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 	ctx, cancel := requestContext(r.Context(), req.Start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
 	defer cancel()
 	x.cancel = cancel
-	sess, err := rt.router.Open(ctx, req)
-	if err != nil {
-		if errors.Is(err, failover.ErrClientGone) {
-			x.rec.Outcome, x.rec.Status = "client_cancelled", 499
-			return
-		}
-		x.fail(gwerr.As(err))
-		return
-	}
-	x.relay(x.paced(sess))
+	x.generate(ctx)
 }
 
 // route reads the feature tag and resolves the route's chain, checking the

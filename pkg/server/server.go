@@ -82,6 +82,9 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Cache answers repeated requests from stored answers (cache.Cache);
+	// nil: no response cache.
+	Cache stage.Cache
 	// Pacing releases streamed text at a selected profile's rate
 	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
 	Pacing stage.Pacing

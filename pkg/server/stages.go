@@ -1,12 +1,75 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"io"
+	"time"
 	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/failover"
+	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
+
+// generate answers a routed, admitted request: from the response cache
+// when it holds the answer, else through the failover engine (recording
+// the answer for the cache on a miss), paced when the request asked.
+func (x *exchangeState) generate(ctx context.Context) {
+	var tap stage.CacheTap
+	if c := x.h.opts.Cache; c != nil {
+		res := c.Lookup(ctx, x.rt.cfg, x.req, x.r.Header)
+		if res.Status != "" {
+			x.w.Header().Set(stage.CacheHeader, res.Status)
+			x.rec.ResponseCache = res.Status
+		}
+		if res.Hit != nil {
+			x.replayHit(ctx, res.Hit)
+			return
+		}
+		tap = res.Tap
+	}
+	sess, err := x.rt.router.Open(ctx, x.req)
+	if err != nil {
+		if errors.Is(err, failover.ErrClientGone) {
+			x.rec.Outcome, x.rec.Status = "client_cancelled", 499
+			return
+		}
+		x.fail(gwerr.As(err))
+		return
+	}
+	var src stage.Source = sess
+	if tap != nil {
+		src = tap.Wrap(src, decoder(x.in))
+	}
+	x.relay(x.paced(src))
+	if tap != nil && x.end == io.EOF {
+		// The client has its answer; the entry is written before the
+		// handler returns (on Lambda the environment may freeze after).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+		defer cancel()
+		tap.Commit(cctx, &x.req.Trace)
+	}
+}
+
+// replayHit serves a cached answer: no upstream call. A streaming hit keeps
+// the original relative timing unless the request is paced (instant: no
+// waits at all; fast, steady, slow: the pacer smooths the original timing,
+// as it would a live stream). The record spends no tokens and costs
+// nothing; it notes what the answer cost when it was generated.
+func (x *exchangeState) replayHit(ctx context.Context, hit stage.CachedAnswer) {
+	gaps := x.req.Stream && x.pacing != "instant"
+	x.relay(x.paced(hit.Replay(ctx, gaps, x.req.WantsUsage)))
+	x.rec.SetUsage(exchange.TokenUsage{})
+	target, provider, u := hit.Served()
+	if x.h.opts.Cost != nil {
+		orig := exchange.Record{Target: target, Provider: provider}
+		orig.SetUsage(u)
+		x.rec.SavedCostUSD = x.h.opts.Cost(x.rt.cfg, &orig)
+	}
+}
 
 // paced wraps a streamed response's source in the pacer of its profile.
 // Non-streaming bodies are sent whole: pacing does not apply to them.
@@ -19,17 +82,25 @@ func (x *exchangeState) paced(src stage.Source) stage.Source {
 	return p.Pace(src, x.pacing, stage.PaceOptions{Weigh: weigher(x.in), Cancel: x.cancel})
 }
 
+// decoder is the ingress's reader of its own raw frames (nil: none).
+func decoder(in ingress.Ingress) stage.Decoder {
+	if dec, ok := in.(ingress.RawDecoder); ok {
+		return dec.DecodeRaw
+	}
+	return nil
+}
+
 // weigher counts the characters of text a Raw event carries, through the
 // ingress's own decoder (nil when the ingress has none).
 func weigher(in ingress.Ingress) func(*exchange.Event) (int, bool) {
-	dec, ok := in.(ingress.RawDecoder)
-	if !ok {
+	dec := decoder(in)
+	if dec == nil {
 		return nil
 	}
 	var scratch []exchange.Event
 	return func(ev *exchange.Event) (int, bool) {
 		var ok bool
-		scratch, ok = dec.DecodeRaw(scratch[:0], ev)
+		scratch, ok = dec(scratch[:0], ev)
 		if !ok {
 			return 0, false
 		}

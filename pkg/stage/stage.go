@@ -7,8 +7,10 @@
 package stage
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
@@ -53,4 +55,56 @@ type PaceOptions struct {
 	// Cancel cancels the request's upstream work, so that End can stop a
 	// read blocked on the upstream. Required.
 	Cancel func()
+}
+
+// The response cache's verdicts (exchange.Record.ResponseCache and the
+// x-gateway-cache response header).
+const (
+	CacheHit    = "hit"
+	CacheMiss   = "miss"
+	CacheBypass = "bypass"
+	// CacheHeader is the request header that bypasses the cache
+	// ("bypass") and the response header that reports its verdict.
+	CacheHeader = "x-gateway-cache"
+)
+
+// Cache is the response-cache stage (pkg/cache implements it).
+type Cache interface {
+	// Lookup decides whether req is cacheable (its route and team opt in,
+	// the client did not bypass) and looks its answer up. A store that
+	// fails or is slow makes a miss, after a bounded wait.
+	Lookup(ctx context.Context, cfg *config.Config, req *exchange.Request, h http.Header) CacheResult
+}
+
+// CacheResult is the cache's verdict on one request.
+type CacheResult struct {
+	// Status is CacheHit, CacheMiss, CacheBypass or "" (not cacheable).
+	Status string
+	// Hit is the stored answer, on a hit.
+	Hit CachedAnswer
+	// Tap records the answer of a miss (or of a bypass that may refresh
+	// the entry); nil when nothing is to be stored.
+	Tap CacheTap
+}
+
+// CachedAnswer is a stored answer.
+type CachedAnswer interface {
+	// Replay returns a source yielding the stored events with fresh ids
+	// and timestamps; with gaps set, at the original relative timing.
+	Replay(ctx context.Context, gaps bool, wantsUsage bool) Source
+	// Served is the target that generated the answer and its usage then,
+	// for the saved cost.
+	Served() (target, provider string, u exchange.TokenUsage)
+}
+
+// CacheTap records one answer on its way to the client.
+type CacheTap interface {
+	// Wrap returns src recording every event it yields (Raw events are
+	// read back through dec; an undecodable one makes the answer
+	// uncacheable).
+	Wrap(src Source, dec Decoder) Source
+	// Commit stores the recorded answer when it is complete: a clean end
+	// with a stop or tool_calls finish, within the size limit. The trace
+	// names the target that served.
+	Commit(ctx context.Context, tr *exchange.Trace) error
 }
