@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/moderation"
 	"github.com/llmgw/llmgw/pkg/pacing"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -82,6 +83,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Cost:         usage.Cost,
 		Pacing:       pacing.Pacer{},
 		Cache:        cache.New(st, cache.Options{Logger: log}),
+		Moderation:   &moderation.Moderator{Logger: log},
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {

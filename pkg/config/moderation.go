@@ -85,9 +85,10 @@ const (
 	maxModerationHoldBytes = 16 << 20
 )
 
-// ModerationFor returns the policies a request of route and team is checked
-// under: the route's, then the team's (each once; "off" ones left out).
-func (c *Config) ModerationFor(route, team string) []*ModerationPolicy {
+// ModerationFor returns the names of the policies a request of route and
+// team is checked under: the route's, then the team's (each once; "off"
+// ones left out).
+func (c *Config) ModerationFor(route, team string) []string {
 	var names []string
 	if r := c.Routes[route]; r != nil && r.Moderation != "" {
 		names = append(names, r.Moderation)
@@ -95,10 +96,10 @@ func (c *Config) ModerationFor(route, team string) []*ModerationPolicy {
 	if t := c.Teams[team]; t != nil && t.Moderation != "" && (len(names) == 0 || names[0] != t.Moderation) {
 		names = append(names, t.Moderation)
 	}
-	var out []*ModerationPolicy
+	out := names[:0]
 	for _, n := range names {
 		if p := c.Moderation.Policies[n]; p != nil && p.Mode != ModerationOff {
-			out = append(out, p)
+			out = append(out, n)
 		}
 	}
 	return out

@@ -78,7 +78,7 @@ teams:
 		kids.Check.Timeout.D() != DefaultCheckTimeout || kids.Check.MaxTokens != DefaultCheckMaxTokens || kids.MaxOutputBytes != DefaultModerationHold {
 		t.Errorf("kids defaults: %+v %+v %+v", kids, kids.Endpoint, kids.Check)
 	}
-	if ps := c.ModerationFor("m", "on"); len(ps) != 2 || ps[0] != kids || ps[1] != c.Moderation.Policies["adults"] {
+	if ps := c.ModerationFor("m", "on"); len(ps) != 2 || ps[0] != "kids" || ps[1] != "adults" {
 		t.Errorf("route then team: %v", ps)
 	}
 	if ps := c.ModerationFor("m", "off"); len(ps) != 1 {

@@ -127,13 +127,18 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 func (x *exchangeState) setGatewayHeaders() {
 	h := x.w.Header()
 	tr := &x.req.Trace
-	h.Set("x-gateway-attempts", strconv.Itoa(len(tr.Attempts)))
+	h.Set("x-gateway-attempts", strconv.Itoa(tr.GenerationAttempts()))
 	h.Set("x-gateway-fallback-depth", strconv.Itoa(tr.FallbackDepth))
 	if tr.Provider != "" {
 		h.Set("x-gateway-provider", tr.Provider)
-	} else if n := len(tr.Attempts); n > 0 {
-		p, _, _ := strings.Cut(tr.Attempts[n-1].Target, "/")
-		h.Set("x-gateway-provider", p)
+	} else {
+		for i := len(tr.Attempts) - 1; i >= 0; i-- {
+			if tr.Attempts[i].Stage == "" {
+				p, _, _ := strings.Cut(tr.Attempts[i].Target, "/")
+				h.Set("x-gateway-provider", p)
+				break
+			}
+		}
 	}
 }
 
@@ -146,7 +151,7 @@ func (x *exchangeState) setGatewayHeaders() {
 // never for the caller's own mistakes.
 func (x *exchangeState) fail(e *gwerr.Error) {
 	x.setGatewayHeaders()
-	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && len(x.req.Trace.Attempts) <= 1
+	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && x.req.Trace.GenerationAttempts() <= 1
 	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)

@@ -82,6 +82,10 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Moderation checks requests (and, by policy, answers) before anything
+	// is generated or sent (moderation.Moderator); nil: no moderation,
+	// whatever the config's policies say.
+	Moderation stage.Moderation
 	// Cache answers repeated requests from stored answers (cache.Cache);
 	// nil: no response cache.
 	Cache stage.Cache

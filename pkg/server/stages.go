@@ -18,6 +18,12 @@ import (
 // when it holds the answer, else through the failover engine (recording
 // the answer for the cache on a miss), paced when the request asked.
 func (x *exchangeState) generate(ctx context.Context) {
+	if mod := x.h.opts.Moderation; mod != nil {
+		if err := mod.Input(ctx, x.moderationEnv(), x.req); err != nil {
+			x.refuse(err)
+			return
+		}
+	}
 	var tap stage.CacheTap
 	if c := x.h.opts.Cache; c != nil {
 		res := c.Lookup(ctx, x.rt.cfg, x.req, x.r.Header)
@@ -33,16 +39,15 @@ func (x *exchangeState) generate(ctx context.Context) {
 	}
 	sess, err := x.rt.router.Open(ctx, x.req)
 	if err != nil {
-		if errors.Is(err, failover.ErrClientGone) {
-			x.rec.Outcome, x.rec.Status = "client_cancelled", 499
-			return
-		}
-		x.fail(gwerr.As(err))
+		x.refuse(err)
 		return
 	}
 	var src stage.Source = sess
 	if tap != nil {
 		src = tap.Wrap(src, decoder(x.in))
+	}
+	if src = x.moderated(ctx, src); src == nil {
+		return
 	}
 	x.relay(x.paced(src))
 	if tap != nil && x.end == io.EOF {
@@ -60,8 +65,10 @@ func (x *exchangeState) generate(ctx context.Context) {
 // as it would a live stream). The record spends no tokens and costs
 // nothing; it notes what the answer cost when it was generated.
 func (x *exchangeState) replayHit(ctx context.Context, hit stage.CachedAnswer) {
-	gaps := x.req.Stream && x.pacing != "instant"
-	x.relay(x.paced(hit.Replay(ctx, gaps, x.req.WantsUsage)))
+	gaps := x.req.Stream && x.pacing != "instant" && !x.holdsOutput()
+	if src := x.moderated(ctx, hit.Replay(ctx, gaps, x.req.WantsUsage)); src != nil {
+		x.relay(x.paced(src))
+	}
 	x.rec.SetUsage(exchange.TokenUsage{})
 	target, provider, u := hit.Served()
 	if x.h.opts.Cost != nil {
@@ -69,6 +76,49 @@ func (x *exchangeState) replayHit(ctx context.Context, hit stage.CachedAnswer) {
 		orig.SetUsage(u)
 		x.rec.SavedCostUSD = x.h.opts.Cost(x.rt.cfg, &orig)
 	}
+}
+
+// moderationEnv is what the moderation stage needs of this request's
+// runtime: the config, the failover engine, the key ledger.
+func (x *exchangeState) moderationEnv() stage.ModerationEnv {
+	return stage.ModerationEnv{Config: x.rt.cfg, Keys: x.h.opts.Keys,
+		Open: func(ctx context.Context, req *exchange.Request) (stage.Source, error) {
+			s, err := x.rt.router.Open(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}}
+}
+
+// holdsOutput reports whether the answer is held for output moderation.
+func (x *exchangeState) holdsOutput() bool {
+	return x.h.opts.Moderation != nil && x.h.opts.Moderation.HoldsOutput(x.rt.cfg, x.req)
+}
+
+// moderated passes the answer through output moderation. nil means it was
+// refused (or failed while held) and the client has been answered.
+func (x *exchangeState) moderated(ctx context.Context, src stage.Source) stage.Source {
+	mod := x.h.opts.Moderation
+	if mod == nil {
+		return src
+	}
+	out, err := mod.Output(ctx, x.moderationEnv(), x.req, src, decoder(x.in))
+	if err != nil {
+		x.rec.SetUsage(src.Usage())
+		x.refuse(err)
+		return nil
+	}
+	return out
+}
+
+// refuse answers with err before anything was sent.
+func (x *exchangeState) refuse(err error) {
+	if errors.Is(err, failover.ErrClientGone) {
+		x.rec.Outcome, x.rec.Status = "client_cancelled", 499
+		return
+	}
+	x.fail(gwerr.As(err))
 }
 
 // paced wraps a streamed response's source in the pacer of its profile.

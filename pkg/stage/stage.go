@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/keyledger"
 )
 
 // Source yields the events of one committed response: a failover session,
@@ -107,4 +108,33 @@ type CacheTap interface {
 	// with a stop or tool_calls finish, within the size limit. The trace
 	// names the target that served.
 	Commit(ctx context.Context, tr *exchange.Trace) error
+}
+
+// Moderation is the moderation stage (pkg/moderation implements it).
+type Moderation interface {
+	// Input checks a request under its route's and team's policies before
+	// anything is generated (or read from the cache). A non-nil error
+	// refuses it: a *gwerr.Error with code
+	// gwerr.CodeContentPolicyViolation or gwerr.CodeModerationUnavailable.
+	Input(ctx context.Context, env ModerationEnv, req *exchange.Request) error
+	// HoldsOutput reports whether req's answer is held for output
+	// moderation (so that a cache replay need not wait its gaps).
+	HoldsOutput(cfg *config.Config, req *exchange.Request) bool
+	// Output returns src itself when no policy moderates answers;
+	// otherwise it holds the whole answer, checks it, and returns a source
+	// that yields it only once it passed. On an error (a refusal, or the
+	// answer's own failure) nothing was sent and src has been ended.
+	Output(ctx context.Context, env ModerationEnv, req *exchange.Request, src Source, dec Decoder) (Source, error)
+}
+
+// ModerationEnv is what the moderation stage needs from the front.
+type ModerationEnv struct {
+	// Config is the config in force.
+	Config *config.Config
+	// Open runs a request through the failover engine (the chat-based
+	// check asks its route).
+	Open func(ctx context.Context, req *exchange.Request) (Source, error)
+	// Keys picks the moderation endpoint's provider keys and learns from
+	// its responses.
+	Keys keyledger.Picker
 }
