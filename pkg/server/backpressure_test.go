@@ -233,3 +233,17 @@ func TestSlowClientDoesNotTripTheUpstreamIdleTimer(t *testing.T) {
 		t.Fatalf("%d of %d chunks", n, chunks)
 	}
 }
+
+// A non-streaming body is written whole at the end, under the same bound:
+// a client that reads none of a large body is dropped and recorded.
+func TestNonStreamingBodyToAStalledClientIsDropped(t *testing.T) {
+	big := strings.Repeat("b", 16<<20)
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ int) { completionReply(w, big) })
+	g := newGateway(t, "server: {client_idle_timeout: 300ms}\n"+oneRoute("", up.URL))
+	resp := postWith(t, smallBufferClient(), g.URL, chatBody)
+	io.ReadFull(resp.Body, make([]byte, 100)) // then never again
+	rec := g.waitRecs(t, 1)[0]
+	if rec.Outcome != "client_cancelled" || !rec.ClientDropped || rec.Status != 200 {
+		t.Fatalf("record %+v", rec)
+	}
+}

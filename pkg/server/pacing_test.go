@@ -187,3 +187,24 @@ func TestUnknownPacingProfileIsRefused(t *testing.T) {
 		t.Fatalf("%d %s (upstream hits %d)", resp.StatusCode, body, up.hits.Load())
 	}
 }
+
+// Pacing applies to streams only: a non-streaming body is sent whole, at
+// once, whatever the request selected.
+func TestPacingLeavesNonStreamingBodiesAlone(t *testing.T) {
+	text := strings.Repeat("whole ", 300)
+	claude := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ int) {
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(text)
+		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":300}}`, b)
+	})
+	g := newGateway(t, anthropicRoute(claude.URL, "    pacing: slow\n"), withPacing)
+	start := time.Now()
+	resp := g.post(t, chatBody, "x-gateway-pacing", "slow")
+	body := readAll(t, resp.Body)
+	if took := time.Since(start); resp.StatusCode != 200 || !strings.Contains(body, text) || took > 500*time.Millisecond {
+		t.Fatalf("%d in %s: %.200s", resp.StatusCode, took, body)
+	}
+	if rec := g.waitRecs(t, 1)[0]; rec.Pacing != "" {
+		t.Errorf("record pacing %q for a body", rec.Pacing)
+	}
+}
