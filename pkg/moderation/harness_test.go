@@ -171,7 +171,9 @@ providers:
   gen: {kind: openai, base_url: "` + w.gen.URL + `/v1"}
   mod: {kind: openai, base_url: "` + w.endpoint.URL + `/v1", keys: [{env: LLMGW_TEST_MODERATION_KEY}]}
   judge: {kind: openai, base_url: "` + w.judge.URL + `/v1"}
+  dead: {kind: openai, base_url: "http://127.0.0.1:1/v1"}
 routes:
+  refused: {moderation: refused, targets: [{provider: gen, model: g}]}
   closed: {moderation: closed, targets: [{provider: gen, model: g}]}
   open: {moderation: open, targets: [{provider: gen, model: g}]}
   narrow: {moderation: narrow, targets: [{provider: gen, model: g}]}
@@ -189,6 +191,7 @@ moderation:
   policies:
     closed: {mode: fail_closed, ` + layers + `}
     open: {mode: fail_open, ` + layers + `}
+    refused: {endpoint: {provider: dead, timeout: 200ms}}
     narrow: {endpoint: {provider: mod, timeout: 200ms, categories: [sexual/minors]}}
     out: {mode: fail_closed, output: true, ` + layers + `}
     outsmall: {mode: fail_closed, output: true, max_output_bytes: 5, ` + layers + `}

@@ -81,6 +81,7 @@ type verdict struct {
 // to show: it never holds the text or an upstream body.
 type layerError struct{ reason string }
 
+// Error implements error.
 func (e *layerError) Error() string { return e.reason }
 
 func (m *Moderator) now() time.Time {
