@@ -50,7 +50,7 @@ func TestModerationErrorMatrix(t *testing.T) {
 		{"open", "allow", "timeout", allowed},
 		{"open", "timeout", "timeout", allowed},
 		{"open", "allow", "malformed", allowed},
-		{"refused", "", "", unavailable(0, 0)}, // the endpoint refuses connections
+		{"refused", "", "", unavailable(0, 0)},         // the endpoint refuses connections
 		{"narrow", "flag", "", want{200, "", 1, 1, 0}}, // flagged, but not in the policy's categories
 		{"narrow", "minors", "", blocked(1, 0)},
 	} {
