@@ -188,7 +188,7 @@ func TestStalledClientDroppedWithoutWriteDeadlines(t *testing.T) {
 // spends waiting for the client.
 func TestSlowClientDoesNotTripTheUpstreamIdleTimer(t *testing.T) {
 	word := strings.Repeat("y", 1024)
-	const chunks = 6000 // 6 MiB: more than the sockets can hold
+	const chunks = 10000 // 10 MiB: well beyond what the sockets hold (about 2 MiB here)
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) {
 		words := make([]string, chunks)
 		for i := range words {
@@ -196,14 +196,14 @@ func TestSlowClientDoesNotTripTheUpstreamIdleTimer(t *testing.T) {
 		}
 		streamReply(w, words, true)
 	})
-	g := newGateway(t, "server: {client_idle_timeout: 10s}\n"+oneRoute("    idle_timeout: 150ms\n", up.URL))
+	g := newGateway(t, "server: {client_idle_timeout: 10s}\n"+oneRoute("    idle_timeout: 300ms\n", up.URL))
 	resp := postWith(t, smallBufferClient(), g.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
 	var got strings.Builder
 	head := make([]byte, 100)
-	for i := 0; i < 3; i++ { // pauses of 400 ms, with the sockets' buffers full
+	for i := 0; i < 3; i++ { // pauses of 800 ms, with the sockets' buffers full
 		n, _ := io.ReadFull(resp.Body, head)
 		got.Write(head[:n])
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(800 * time.Millisecond)
 	}
 	rest, _ := io.ReadAll(resp.Body)
 	got.Write(rest)
