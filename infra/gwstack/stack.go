@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -46,6 +47,9 @@ type Gateway struct {
 	Settings Settings
 	// Table is the single DynamoDB table.
 	Table awsdynamodb.Table
+	// TableKey is the table's customer-managed KMS key (nil: the
+	// AWS-managed key), see Settings.TableKMSKey.
+	TableKey awskms.IKey
 	// GatewayFn serves the OpenAI-compatible API behind URL.
 	GatewayFn awslambda.Function
 	// URL is the gateway Function URL (RESPONSE_STREAM).
@@ -138,11 +142,11 @@ func (g *Gateway) removalPolicy() awscdk.RemovalPolicy {
 }
 
 // addTable defines the single table: partition and sort key strings and the
-// TTL attribute named by the deployment contract,
-// on-demand, PITR, AWS-managed KMS encryption. Retained tables also get
-// deletion protection.
+// TTL attribute named by the deployment contract, on-demand, PITR, KMS
+// encryption (the AWS-managed key, or a customer-managed one chosen by the
+// tableKmsKey context). Retained tables also get deletion protection.
 func (g *Gateway) addTable() {
-	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
+	props := &awsdynamodb.TableProps{
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrPK), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrSK), Type: awsdynamodb.AttributeType_STRING},
 		TimeToLiveAttribute: jsii.String(deployment.AttrTTL),
@@ -153,7 +157,22 @@ func (g *Gateway) addTable() {
 		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
 		RemovalPolicy:      g.removalPolicy(),
 		DeletionProtection: jsii.Bool(g.Settings.RemovalPolicy == RemovalRetain),
-	})
+	}
+	switch k := g.Settings.TableKMSKey; k {
+	case "":
+	case TableKMSCreate:
+		g.TableKey = awskms.NewKey(g.Stack, jsii.String("TableKey"), &awskms.KeyProps{
+			Description:       jsii.String("llmgw " + g.Settings.Stage + " table: usage records, shared state, cached completions"),
+			EnableKeyRotation: jsii.Bool(true),
+			RemovalPolicy:     g.removalPolicy(),
+		})
+	default:
+		g.TableKey = awskms.Key_FromKeyArn(g.Stack, jsii.String("TableKey"), jsii.String(k))
+	}
+	if g.TableKey != nil {
+		props.Encryption, props.EncryptionKey = awsdynamodb.TableEncryption_CUSTOMER_MANAGED, g.TableKey
+	}
+	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), props)
 }
 
 // addConfig seeds the configuration parameters under the config path.

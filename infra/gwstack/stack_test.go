@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -107,10 +108,14 @@ var fixtureContexts = map[string]map[string]interface{}{
 		"configRefresh":              "1m",
 		"bedrockRegions":             "us-west-2",
 		"fallbackRateThreshold":      "35",
+		"tableKmsKey":                "create",
 	},
-	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it.
-	"pinned": {},
+	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it,
+	// with an existing customer-managed key for the table.
+	"pinned": {"tableKmsKey": pinnedTableKey},
 }
+
+const pinnedTableKey = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 // get synthesizes (once) and returns the named fixture.
 func get(t *testing.T, name string) *fixture {
@@ -342,6 +347,40 @@ func TestTable(t *testing.T) {
 		"DeletionPolicy":      "Retain",
 		"UpdateReplacePolicy": "Retain",
 	})
+}
+
+// The table is encrypted with the AWS-managed key by default, or with a
+// customer-managed key (created by the stack, or an existing one by ARN)
+// that both functions may use through DynamoDB only.
+func TestTableCustomerManagedKey(t *testing.T) {
+	def := get(t, "default")
+	def.count(t, "AWS::KMS::Key", 0)
+	for _, s := range def.statements() {
+		if s.body["Sid"] == "UseTableKey" {
+			t.Errorf("UseTableKey without a customer-managed key: %s", flatten(s.body))
+		}
+	}
+	created, pinned := get(t, "prod"), get(t, "pinned")
+	created.count(t, "AWS::KMS::Key", 1)
+	created.props(t, "AWS::KMS::Key", map[string]interface{}{"EnableKeyRotation": true})
+	pinned.count(t, "AWS::KMS::Key", 0)
+	keyArn := map[*fixture]string{created: "${" + created.logicalID(created.g.TableKey.(awskms.Key)) + ".Arn}", pinned: pinnedTableKey}
+	for f, arn := range keyArn {
+		table := f.resources("AWS::DynamoDB::Table")
+		for _, r := range table {
+			sse := flatten(r["Properties"].(map[string]interface{})["SSESpecification"])
+			if !strings.Contains(sse, `"SSEType":"KMS"`) || !strings.Contains(sse, arn) {
+				t.Errorf("%s: table encryption %s, want KMS with %s", *f.g.Stack.StackName(), sse, arn)
+			}
+		}
+		for _, role := range []string{"GatewayRole", "RollupRole"} {
+			for _, s := range f.bySid(t, role, "UseTableKey") {
+				if got := resourcesOf(s); !reflect.DeepEqual(got, []string{arn}) || !strings.Contains(flatten(s.body["Condition"]), "dynamodb.") {
+					t.Errorf("%s %s UseTableKey: %v %s", *f.g.Stack.StackName(), role, got, flatten(s.body["Condition"]))
+				}
+			}
+		}
+	}
 }
 
 func TestFunctions(t *testing.T) {
@@ -901,6 +940,7 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		{"fallbackRateThreshold": "0"},
 		{"alarmTopicArn": "ops-alerts"},
 		{"nag": "maybe"},
+		{"tableKmsKey": "alias/mine"},
 		{"seedConfigFile": "/nonexistent/seed.yaml"},
 	} {
 		ctx := tc

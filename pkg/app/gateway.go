@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/cache"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/moderation"
+	"github.com/llmgw/llmgw/pkg/pacing"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -90,6 +93,9 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
+		Pacing:       pacing.Pacer{},
+		Cache:        cache.New(st, cache.Options{Logger: log}),
+		Moderation:   &moderation.Moderator{Logger: log},
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {

@@ -28,6 +28,11 @@ type Config struct {
 	Prices map[string]Price `json:"prices,omitempty"`
 	Usage  UsageSettings    `json:"usage,omitempty"`
 
+	// Cache tunes the response cache (off unless a route or team enables it).
+	Cache CacheSettings `json:"cache,omitempty"`
+	// Moderation holds the moderation policies routes and teams name.
+	Moderation ModerationSettings `json:"moderation,omitempty"`
+
 	chains map[string][]Step // resolved at load, see Chain
 }
 
@@ -41,6 +46,10 @@ type Server struct {
 	// stream is ended with a timeout error event, so the client is always
 	// told (default 2s). On Lambda the deadline is the invocation's.
 	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+	// ClientIdleTimeout is how long one write to a client may stay blocked
+	// (the client reads nothing) before the client is dropped: its upstream
+	// is cancelled and its usage recorded (default 30s).
+	ClientIdleTimeout Duration `json:"client_idle_timeout,omitempty"`
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
@@ -129,6 +138,14 @@ type Route struct {
 	Targets []Target `json:"targets"`
 	// Policy overrides the config's defaults for this route.
 	Policy
+	// Pacing is the route's default pacing profile (instant, fast, steady
+	// or slow; "" unpaced), for requests that select none.
+	Pacing string `json:"pacing,omitempty"`
+	// Cache opts the route in to (or out of) the response cache.
+	Cache *RouteCache `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the route
+	// is checked under (moderation.policies).
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a

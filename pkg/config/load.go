@@ -196,6 +196,8 @@ const (
 	defaultMaxBody        = 4 << 20
 	defaultRequestTimeout = 10 * time.Minute
 	defaultDeadlineMargin = 2 * time.Second
+	// DefaultClientIdleTimeout is server.client_idle_timeout's default.
+	DefaultClientIdleTimeout = 30 * time.Second
 )
 
 // BuiltinPolicy is the policy every unset field falls back to.
@@ -292,6 +294,9 @@ func (c *Config) prepare() error {
 	if c.Server.DeadlineMargin == 0 {
 		c.Server.DeadlineMargin = Duration(defaultDeadlineMargin)
 	}
+	if c.Server.ClientIdleTimeout == 0 {
+		c.Server.ClientIdleTimeout = Duration(DefaultClientIdleTimeout)
+	}
 	if c.Server.MaxBodyBytes < 0 {
 		return errAt(pathOf("server", "max_body_bytes"), "must be positive, got %d", c.Server.MaxBodyBytes)
 	}
@@ -339,5 +344,8 @@ func (c *Config) prepare() error {
 		}
 	}
 	c.resolveChains()
-	return c.prepareTeams()
+	if err := c.prepareTeams(); err != nil {
+		return err
+	}
+	return c.prepareServing()
 }

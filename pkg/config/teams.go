@@ -33,6 +33,13 @@ type Team struct {
 	Admin bool `json:"admin,omitempty"`
 	// Disabled refuses every key of the team (401), without removing it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Cache, when set, turns the response cache on (true) for every route
+	// of the team that is not uncacheable, or off (false) even where a
+	// route enables it. Unset: the route decides.
+	Cache *bool `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the team is
+	// checked under, in addition to its route's.
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // TeamKey is one team API key, by hash. The key itself is never stored.

@@ -16,6 +16,31 @@ type Attempt struct {
 	Skipped  string         `json:"skipped,omitempty"`  // breaker_open, no_key
 	Latency  time.Duration  `json:"-"`
 	LatencyM float64        `json:"latency_ms"`
+	// Stage is "" for an attempt at generating the answer, or the stage
+	// that made the call: StageModerationInput, StageModerationOutput.
+	Stage string `json:"stage,omitempty"`
+	// InputTokens and OutputTokens are a stage call's usage (a chat-based
+	// moderation check), priced into the request's cost.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
+}
+
+// Stages that make calls of their own, recorded as attempts.
+const (
+	StageModerationInput  = "moderation_input"
+	StageModerationOutput = "moderation_output"
+)
+
+// GenerationAttempts counts the attempts at generating the answer (stage
+// calls left out): x-gateway-attempts.
+func (t *Trace) GenerationAttempts() int {
+	n := 0
+	for i := range t.Attempts {
+		if t.Attempts[i].Stage == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Trace is what happened while serving one request.

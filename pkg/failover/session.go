@@ -49,8 +49,12 @@ func (s *Session) Next() (exchange.Event, error) {
 		return exchange.Event{}, io.EOF
 	}
 	for {
+		// The idle timer measures the upstream only: while the relay is
+		// blocked on a slow client (back-pressure) no Next is pending and
+		// the provider must not be blamed for the gap.
 		s.wd.Reset(s.idle)
 		ev, err := s.stream.Next()
+		s.wd.Stop()
 		if err != nil {
 			return ev, s.midStream(err)
 		}

@@ -30,6 +30,12 @@ type exchangeState struct {
 	req    *exchange.Request
 	rec    exchange.Record
 	settle exchange.Settle
+	// end is the error that ended the relay: io.EOF after a clean end.
+	end error
+	// pacing is the profile the response is paced with ("" none).
+	pacing string
+	// cancel cancels the request's upstream work.
+	cancel context.CancelFunc
 }
 
 // serve runs one request of any client API through the shared pipeline:
@@ -70,16 +76,8 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 
 	ctx, cancel := requestContext(r.Context(), req.Start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
 	defer cancel()
-	sess, err := rt.router.Open(ctx, req)
-	if err != nil {
-		if errors.Is(err, failover.ErrClientGone) {
-			x.rec.Outcome, x.rec.Status = "client_cancelled", 499
-			return
-		}
-		x.fail(gwerr.As(err))
-		return
-	}
-	x.relay(sess)
+	x.cancel = cancel
+	x.generate(ctx)
 }
 
 // route reads the feature tag and resolves the route's chain, checking the
@@ -105,6 +103,13 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 		return gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Route).WithParam("model").WithCode("model_not_allowed")
 	}
 	req.Steps, req.Policy = steps, route.Policy
+	if p := x.h.opts.Pacing; p != nil {
+		name, err := p.Profile(x.r, req, route.Pacing)
+		if err != nil {
+			return gwerr.As(err)
+		}
+		x.pacing = name
+	}
 	return nil
 }
 
@@ -119,88 +124,22 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 	return context.WithDeadlineCause(parent, deadline, failover.ErrDeadline)
 }
 
-// relay writes a committed response through the ingress's encoder: the same
-// loop for streams and whole bodies. A stream is written event by event; a
-// non-streaming body is sent whole at the end, with a Content-Length, so the
-// client has its answer without waiting for the record to be written.
-func (x *exchangeState) relay(sess *failover.Session) {
-	enc := x.in.NewEncoder(x.req)
-	x.setGatewayHeaders()
-	x.noteDropped()
-	h := x.w.Header()
-	h.Set("Content-Type", enc.ContentType())
-	stream := x.req.Stream
-	if stream {
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	}
-	rc := http.NewResponseController(x.w)
-	var buf []byte
-	ev, err := sess.Next()
-	for ; err == nil; ev, err = sess.Next() {
-		if !stream {
-			enc.Event(nil, &ev)
-			continue
-		}
-		buf = enc.Event(buf[:0], &ev)
-		if werr := write(x.w, rc, buf); werr != nil {
-			err = failover.ErrClientGone
-			break
-		}
-	}
-	u := sess.Usage()
-	sess.End(err)
-	x.rec.SetUsage(u)
-	switch {
-	case err == io.EOF && !stream:
-		body := enc.End(nil, u)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-		write(x.w, rc, body)
-	case err == io.EOF:
-		write(x.w, rc, enc.End(buf[:0], u))
-	case errors.Is(err, failover.ErrClientGone):
-		x.rec.Outcome = "client_cancelled"
-	case !stream:
-		x.fail(gwerr.As(err))
-	default:
-		ge := gwerr.As(err)
-		x.rec.Outcome = string(ge.Category)
-		write(x.w, rc, enc.Fail(buf[:0], ge, x.req.ID, u))
-	}
-}
-
-// write sends one piece and flushes it. lambdaurl's writer cannot flush and
-// does not need to (every write streams), so ErrNotSupported is fine.
-func write(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
-
 // setGatewayHeaders sets the headers every response of the pipeline carries.
 func (x *exchangeState) setGatewayHeaders() {
 	h := x.w.Header()
 	tr := &x.req.Trace
-	h.Set("x-gateway-attempts", strconv.Itoa(len(tr.Attempts)))
+	h.Set("x-gateway-attempts", strconv.Itoa(tr.GenerationAttempts()))
 	h.Set("x-gateway-fallback-depth", strconv.Itoa(tr.FallbackDepth))
 	if tr.Provider != "" {
 		h.Set("x-gateway-provider", tr.Provider)
-	} else if n := len(tr.Attempts); n > 0 {
-		p, _, _ := strings.Cut(tr.Attempts[n-1].Target, "/")
-		h.Set("x-gateway-provider", p)
+	} else {
+		for i := len(tr.Attempts) - 1; i >= 0; i-- {
+			if tr.Attempts[i].Stage == "" {
+				p, _, _ := strings.Cut(tr.Attempts[i].Target, "/")
+				h.Set("x-gateway-provider", p)
+				break
+			}
+		}
 	}
 }
 
@@ -236,7 +175,7 @@ func (x *exchangeState) noteDropped() {
 // never for the caller's own mistakes.
 func (x *exchangeState) fail(e *gwerr.Error) {
 	x.setGatewayHeaders()
-	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && len(x.req.Trace.Attempts) <= 1
+	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && x.req.Trace.GenerationAttempts() <= 1
 	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)

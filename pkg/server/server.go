@@ -29,6 +29,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
@@ -84,6 +85,16 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Moderation checks requests (and, by policy, answers) before anything
+	// is generated or sent (moderation.Moderator); nil: no moderation,
+	// whatever the config's policies say.
+	Moderation stage.Moderation
+	// Cache answers repeated requests from stored answers (cache.Cache);
+	// nil: no response cache.
+	Cache stage.Cache
+	// Pacing releases streamed text at a selected profile's rate
+	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
+	Pacing stage.Pacing
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests

@@ -13,6 +13,8 @@ package store
 //	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
 //	rollup           rollup#<team>                     day#<yyyy-mm-dd>
 //	last good config config#<ssm path>                 lastgood
+//	cache entry      cache#team#<team>#<hash>          entry
+//	shared entry     cache#shared#<hash>               entry
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -41,6 +43,7 @@ const (
 	usagePrefix   = "usage"
 	rollupPrefix  = "rollup"
 	configPrefix  = "config"
+	cachePrefix   = "cache"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -209,4 +212,17 @@ func RollupSK(day time.Time) string { return join(lit("day"), lit(Day(day))) }
 // each accepted config replaces it.
 func ConfigLastGoodKey(configPath string) Key {
 	return Key{PK: join(lit(configPrefix), val(configPath)), SK: "lastgood"}
+}
+
+// CacheKey is the response-cache entry of one request fingerprint (a hash
+// of the canonical request, never the request itself) for one team: every
+// entry is its own partition, so a popular team is not a hot key.
+func CacheKey(team, hash string) Key {
+	return Key{PK: join(lit(cachePrefix), lit("team"), val(team), val(hash)), SK: "entry"}
+}
+
+// SharedCacheKey is the response-cache entry of one request fingerprint
+// readable by every team (a route whose cache is shared).
+func SharedCacheKey(hash string) Key {
+	return Key{PK: join(lit(cachePrefix), lit("shared"), val(hash)), SK: "entry"}
 }

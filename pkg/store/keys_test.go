@@ -28,6 +28,8 @@ func TestKeyShapes(t *testing.T) {
 			Key{"usage#team-a#2024-05-01", "2024-05-01T21:59:58.000000500Z#req-1"}},
 		{"rollup", RollupKey("team-a", at), Key{"rollup#team-a", "day#2024-05-01"}},
 		{"last good config", ConfigLastGoodKey("/llmgw/prod/config/"), Key{"config#/llmgw/prod/config/", "lastgood"}},
+		{"cache entry", CacheKey("team-a", "9f86d0"), Key{"cache#team#team-a#9f86d0", "entry"}},
+		{"shared cache entry", SharedCacheKey("9f86d0"), Key{"cache#shared#9f86d0", "entry"}},
 		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
 	}
 	for _, c := range cases {
