@@ -84,6 +84,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -183,7 +184,11 @@ func (c plainBodies) Do(r *http.Request) (*http.Response, error) {
 			r.Body = readOnly{r.Body}
 		}
 	}
-	return c.HTTPClient.Do(r)
+	resp, err := c.HTTPClient.Do(r)
+	if err == nil {
+		filterBody(r, resp)
+	}
+	return resp, err
 }
 
 // httpClient is the SDK's buildable client with the gateway's transport
@@ -217,7 +222,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
-		out, err := a.api.ConverseStream(ctx, req.streamInput())
+		malformed := new(atomic.Int64)
+		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput())
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
@@ -228,7 +234,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no event stream", Provider: a.id}
 		}
 		tr := newTranslator(responseID(out.ResultMetadata), model, timeNow().Unix())
-		return newStream(ctx, a.id, es, tr, reqBytes), nil
+		s := newStream(ctx, a.id, es, tr, reqBytes)
+		s.malformed, s.trace = malformed, &call.Req.Trace
+		return s, nil
 	}
 	out, err := a.api.Converse(ctx, req.converseInput())
 	if err != nil {
