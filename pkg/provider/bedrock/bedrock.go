@@ -70,6 +70,10 @@
 //     the gateway counts every prompt token), CacheRead = cache reads,
 //     CacheWrite = cache writes.
 //
+// An event whose JSON payload is not valid JSON is dropped before the
+// SDK's reader sees it (which would end the stream) and counted on the
+// request's trace (malformed.go).
+//
 // Errors are mapped as documented on callError (the call itself) and
 // streamError (exceptions inside the event stream). A stream that ends
 // without messageStop and metadata is interrupted, never a clean end.
