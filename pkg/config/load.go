@@ -100,14 +100,17 @@ func BuiltinPolicy() Policy {
 }
 
 // BuiltinBreaker is the breaker settings every unset field falls back to.
+// The short cooldown lets a healed provider back quickly: with one probe
+// per cooldown across all instances, a primary that recovers serves again
+// within max_cooldown plus one request gap (issue 13, item 6).
 func BuiltinBreaker() BreakerSettings {
 	return BreakerSettings{
 		Window:              Duration(60 * time.Second),
 		MinRequests:         10,
 		FailureRate:         0.5,
 		ConsecutiveFailures: 5,
-		Cooldown:            Duration(30 * time.Second),
-		MaxCooldown:         Duration(5 * time.Minute),
+		Cooldown:            Duration(5 * time.Second),
+		MaxCooldown:         Duration(10 * time.Second),
 		HalfOpenProbes:      1,
 	}
 }
