@@ -159,3 +159,20 @@ func TestFallbackOnThatCanNeverApplyIsRejected(t *testing.T) {
 		t.Errorf("context_length and content_policy may be listed: %v", err)
 	}
 }
+
+// TestBreakerDefaultsLetAHealedProviderBack: the default cooldown is short
+// (issue 13, item 6), and a config that sets only a longer cooldown stays
+// valid (its cooldown is its cap).
+func TestBreakerDefaultsLetAHealedProviderBack(t *testing.T) {
+	b := BuiltinBreaker()
+	if b.Cooldown.D() > 5*time.Second || b.MaxCooldown.D() > 10*time.Second {
+		t.Errorf("defaults %+v: a healed primary would stay out for longer than 15s", b)
+	}
+	c, err := Parse([]byte("breaker: {cooldown: 30s}\nproviders: {p: {kind: fake}}\nroutes: {m: {targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Breaker.Cooldown.D() != 30*time.Second || c.Breaker.MaxCooldown.D() != 30*time.Second {
+		t.Errorf("breaker %+v", c.Breaker)
+	}
+}

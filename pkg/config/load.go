@@ -148,6 +148,9 @@ func (p Policy) merge(d Policy) Policy {
 
 // merge fills b's zero fields from d.
 func (b BreakerSettings) merge(d BreakerSettings) BreakerSettings {
+	if b.MaxCooldown == 0 && b.Cooldown > d.MaxCooldown {
+		b.MaxCooldown = b.Cooldown // a longer cooldown than the default cap: it is the cap
+	}
 	for _, f := range []struct{ v, dv *Duration }{{&b.Window, &d.Window}, {&b.Cooldown, &d.Cooldown}, {&b.MaxCooldown, &d.MaxCooldown}} {
 		if *f.v == 0 {
 			*f.v = *f.dv
