@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -24,7 +25,10 @@ type Gateway struct {
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
-	Roller  *usage.Roller
+	// Budget is the retry budget, shared by every instance through the
+	// store.
+	Budget *retry.Budget
+	Roller *usage.Roller
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -57,6 +61,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	// The server resolves the keys (skipping any that do not resolve) and
 	// hands them to the ledger (SetKeys) on every config it applies.
 	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
+	g.Budget = retry.NewSharedBudget(st, retry.SharedOptions{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
@@ -75,6 +80,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
+		Budget:       g.Budget,
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
@@ -98,6 +104,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 // Close finishes background writes and closes the store.
 func (g *Gateway) Close() error {
 	g.Breaker.Flush()
+	g.Budget.Flush()
 	g.Ledger.Wait()
 	return g.Store.Close()
 }
