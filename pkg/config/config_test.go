@@ -176,3 +176,34 @@ func TestBreakerDefaultsLetAHealedProviderBack(t *testing.T) {
 		t.Errorf("breaker %+v", c.Breaker)
 	}
 }
+
+// TestRescueSettings: head_buffer and continuation are opt-in, inherited
+// from defaults like every policy field, and validated; prefill reaches
+// the resolved chain.
+func TestRescueSettings(t *testing.T) {
+	base := "providers: {p: {kind: fake}, q: {kind: fake}}\n"
+	c, err := Parse([]byte(base + "routes: {m: {targets: [{provider: p, model: x}, {provider: q, model: y, prefill: true}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, r, _ := c.Chain("m")
+	if r.Policy.HeadBuffer != nil || r.Policy.ContinuesMidStream() || steps[0].Prefill || !steps[1].Prefill {
+		t.Fatalf("defaults: head %+v, continuation %v, prefill %v %v", r.Policy.HeadBuffer, r.Policy.ContinuesMidStream(), steps[0].Prefill, steps[1].Prefill)
+	}
+	c, err = Parse([]byte(base + "defaults: {head_buffer: {tokens: 20, duration: 800ms}, continuation: true}\n" +
+		"routes: {m: {targets: [{provider: p, model: x}]}, n: {continuation: false, targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb := c.Routes["m"].HeadBuffer; hb == nil || hb.Tokens != 20 || hb.Duration.D() != 800*time.Millisecond || !c.Routes["m"].ContinuesMidStream() {
+		t.Errorf("inherited: %+v %v", hb, c.Routes["m"].ContinuesMidStream())
+	}
+	if c.Routes["n"].ContinuesMidStream() {
+		t.Error("a route could not turn continuation off")
+	}
+	for _, bad := range []string{"{}", "{tokens: -1}", "{duration: 2m}"} {
+		if _, err := Parse([]byte(base + "routes: {m: {head_buffer: " + bad + ", targets: [{provider: p, model: x}]}}\n")); err == nil {
+			t.Errorf("head_buffer %s accepted", bad)
+		}
+	}
+}

@@ -143,6 +143,12 @@ func (p Policy) merge(d Policy) Policy {
 	if p.MinRetriesPerMin == 0 {
 		p.MinRetriesPerMin = d.MinRetriesPerMin
 	}
+	if p.HeadBuffer == nil {
+		p.HeadBuffer = d.HeadBuffer
+	}
+	if p.Continuation == nil {
+		p.Continuation = d.Continuation
+	}
 	return p
 }
 
@@ -325,7 +331,7 @@ func (p Policy) validate(at string) error {
 	if p.BackoffBase > p.BackoffMax {
 		return fmt.Errorf("config: %s.backoff_base: %s exceeds backoff_max %s", at, p.BackoffBase.D(), p.BackoffMax.D())
 	}
-	return nil
+	return p.HeadBuffer.validate(at)
 }
 
 func (c *Config) validateTarget(at string, t Target) error {

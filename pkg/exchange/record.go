@@ -42,8 +42,11 @@ type Record struct {
 	CacheHit  bool `json:"cache_hit,omitempty"`
 	Estimated bool `json:"tokens_estimated,omitempty"`
 	// MalformedFrames counts upstream frames skipped as invalid JSON.
-	MalformedFrames int     `json:"malformed_frames,omitempty"`
-	CostUSD         float64 `json:"cost_usd,omitempty"`
+	MalformedFrames int `json:"malformed_frames,omitempty"`
+	// ContinuedBy lists the targets that continued the stream after its
+	// target (Target) was cut; the tokens are every attempt's sum.
+	ContinuedBy []string `json:"continued_by,omitempty"`
+	CostUSD     float64  `json:"cost_usd,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.
@@ -61,6 +64,7 @@ func (rec *Record) Fill(r *Request) {
 	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
+	rec.ContinuedBy = r.Trace.Continued
 }
 
 // SetUsage copies an attempt's token counts into the record.

@@ -27,7 +27,8 @@ func Write(log *slog.Logger, r *http.Request, rec *exchange.Record) {
 		slog.Float64("ttft_ms", rec.TTFTMillis), slog.Float64("latency_ms", rec.LatencyMillis),
 		slog.Int("tokens_in", rec.InputTokens), slog.Int("tokens_out", rec.OutputTokens),
 		slog.Int("tokens_cached", rec.CachedTokens), slog.Bool("tokens_estimated", rec.Estimated),
-		slog.Float64("cost_usd", rec.CostUSD), slog.Int("malformed_frames", rec.MalformedFrames))
+		slog.Float64("cost_usd", rec.CostUSD), slog.Int("malformed_frames", rec.MalformedFrames),
+		slog.Any("continued_by", rec.ContinuedBy))
 }
 
 // ClientIP is the caller's address: on Lambda, lambdaurl puts the Function
