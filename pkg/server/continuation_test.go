@@ -105,3 +105,24 @@ routes:
 		t.Errorf("log line: %s", g.logs.String())
 	}
 }
+
+// Item 14a (issue 13) through the HTTP front: with a head buffer, a primary
+// cut inside the window fails over invisibly; the client sees only the
+// secondary's answer.
+func TestCutInsideTheHeadBufferFailsOverInvisibly(t *testing.T) {
+	primary := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte, _ int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, roleChunk(true)+contentChunk("PRIMARY-HEAD", true)) // cut
+	})
+	secondary := newUpstream(t, okHandler)
+	g := newGateway(t, oneRoute("    attempts: 1\n    head_buffer: {tokens: 20}\n", primary.URL, secondary.URL))
+	out := readAll(t, g.post(t, streamBody).Body)
+	if strings.Contains(out, "PRIMARY-HEAD") || strings.Contains(out, `"error"`) || !strings.Contains(out, "Hello") ||
+		!strings.HasSuffix(out, "data: [DONE]\n\n") || strings.Count(out, `"role":"assistant"`) != 1 {
+		t.Fatalf("client saw: %s", out)
+	}
+	rec := g.waitRecs(t, 1)[0]
+	if rec.Target != "p1/up-model-1" || rec.Attempts[0].Phase != "head" || rec.Outcome != "ok" {
+		t.Errorf("record %+v", rec)
+	}
+}
