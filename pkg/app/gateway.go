@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/moderation"
 	"github.com/llmgw/llmgw/pkg/pacing"
+	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -32,7 +33,10 @@ type Gateway struct {
 	Limiter *teams.Limiter
 	// Recorder writes usage records (to its Spill when the store fails).
 	Recorder *usage.Recorder
-	Roller   *usage.Roller
+	// Budget is the retry budget, shared by every instance through the
+	// store.
+	Budget *retry.Budget
+	Roller *usage.Roller
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -69,6 +73,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	// The server resolves the keys (skipping any that do not resolve) and
 	// hands them to the ledger (SetKeys) on every config it applies.
 	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
+	g.Budget = retry.NewSharedBudget(st, retry.SharedOptions{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
@@ -90,6 +95,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
+		Budget:       g.Budget,
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
@@ -117,6 +123,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 // and closes the store.
 func (g *Gateway) Close() error {
 	g.Breaker.Flush()
+	g.Budget.Flush()
 	g.Ledger.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -164,6 +164,11 @@ type Target struct {
 	// Breaker forces this target's breaker: "open" (skip it) or "closed"
 	// (always try it), for incidents. Empty means automatic.
 	Breaker string `json:"breaker,omitempty"`
+	// Prefill declares that this target continues a final assistant
+	// message instead of answering anew (assistant prefill: Anthropic and
+	// Claude on Bedrock do): only such targets are asked to continue a cut
+	// stream (routes with continuation on).
+	Prefill bool `json:"prefill,omitempty"`
 }
 
 // Policy governs retries, fallbacks, timeouts and breakers. Zero fields take
@@ -207,6 +212,14 @@ type Policy struct {
 	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
 	RetryBudget      float64 `json:"retry_budget,omitempty"`
 	MinRetriesPerMin int     `json:"min_retries_per_minute,omitempty"`
+	// HeadBuffer (opt-in) holds the first tokens of a stream before
+	// committing it, so that a failure inside the window fails over
+	// invisibly (default none: commit at the first content).
+	HeadBuffer *HeadBuffer `json:"head_buffer,omitempty"`
+	// Continuation (opt-in) continues a stream that died after its first
+	// token on the next target that declares prefill, spliced into the
+	// same response (default false: the client gets the typed error).
+	Continuation *bool `json:"continuation,omitempty"`
 }
 
 // BreakerSettings tunes the circuit breakers, one per target.

@@ -81,7 +81,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"backoff (inherited base)", pa + "routes:\n  m:\n    backoff_max: 50ms\n    targets: [{provider: a}]\n",
 		`config: routes.m.backoff_base: 100ms exceeds backoff_max 50ms (line 4, column 5)`},
 	{"failure rate", "breaker: {failure_rate: 2}\n" + cfg, `config: breaker.failure_rate: 2 is not in (0, 1] (line 1, column 25)`},
-	{"cooldown", "breaker: {cooldown: 10m}\n" + cfg, `config: breaker.cooldown: 10m0s exceeds max_cooldown 5m0s (line 1, column 21)`},
+	{"cooldown", "breaker: {cooldown: 10m, max_cooldown: 5m}\n" + cfg, `config: breaker.cooldown: 10m0s exceeds max_cooldown 5m0s (line 1, column 21)`},
 	{"breaker counts", "breaker: {half_open_probes: -2}\n" + cfg, `config: breaker.half_open_probes: -2 must be at least 1 (line 1, column 29)`},
 
 	// Providers.

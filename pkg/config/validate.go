@@ -122,7 +122,7 @@ func (p Policy) validate(at Path) error {
 	if p.BackoffBase > p.BackoffMax {
 		return errAt(at.Key("backoff_base"), "%s exceeds backoff_max %s", p.BackoffBase.D(), p.BackoffMax.D())
 	}
-	return nil
+	return p.HeadBuffer.validate(at)
 }
 
 func (c *Config) validateTarget(at Path, t Target) error {

@@ -61,6 +61,9 @@ type Record struct {
 	// SavedCostUSD is, on a hit, what the cached answer cost when it was
 	// generated (its tokens at today's prices).
 	SavedCostUSD float64 `json:"saved_cost_usd,omitempty"`
+	// ContinuedBy lists the targets that continued the stream after its
+	// target (Target) was cut; the tokens are every attempt's sum.
+	ContinuedBy []string `json:"continued_by,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.
@@ -78,6 +81,7 @@ func (rec *Record) Fill(r *Request) {
 	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
+	rec.ContinuedBy = r.Trace.Continued
 }
 
 // SetUsage copies an attempt's token counts into the record.

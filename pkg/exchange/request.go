@@ -31,6 +31,11 @@ const (
 	Responses API = "responses"
 	// Embeddings is the OpenAI embeddings API (POST /v1/embeddings).
 	Embeddings API = "embeddings"
+	// Prefill is the API of a continuation request (the failover engine's,
+	// never a client's): no upstream speaks it, so every adapter builds the
+	// request from its canonical form (Chat, which ends with the assistant
+	// text to continue) and answers in canonical events.
+	Prefill API = "prefill"
 )
 
 // Request is one client request, from the moment an ingress decoded it to

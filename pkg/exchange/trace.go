@@ -14,8 +14,10 @@ type Attempt struct {
 	Category gwerr.Category `json:"category,omitempty"` // empty on success
 	Phase    string         `json:"phase,omitempty"`    // where it failed: first_byte, first_token
 	Skipped  string         `json:"skipped,omitempty"`  // breaker_open, no_key
-	Latency  time.Duration  `json:"-"`
-	LatencyM float64        `json:"latency_ms"`
+	// Continues marks an attempt at continuing a stream cut mid-way.
+	Continues bool          `json:"continues,omitempty"`
+	Latency   time.Duration `json:"-"`
+	LatencyM  float64       `json:"latency_ms"`
 	// Stage is "" for an attempt at generating the answer, or the stage
 	// that made the call: StageModerationInput, StageModerationOutput.
 	Stage string `json:"stage,omitempty"`
@@ -56,6 +58,9 @@ type Trace struct {
 	// MalformedFrames counts upstream frames that were not valid JSON:
 	// skipped, never forwarded to the client.
 	MalformedFrames int
+	// Continued lists the targets that continued the stream after a cut
+	// (mid-stream continuation), in order.
+	Continued []string
 }
 
 // Millis converts a duration to fractional milliseconds, the unit of every

@@ -80,6 +80,10 @@ type Options struct {
 	// authentication; the caller is in the request context
 	// (exchange.CallerFrom).
 	Extra map[string]http.Handler
+	// Budget caps retries per provider (nil: a retry.Budget of this
+	// process only). pkg/app gives every instance one budget shared
+	// through the store (retry.NewSharedBudget).
+	Budget *retry.Budget
 	// Admit enforces limits and budgets before spend (nil: none).
 	Admit Admitter
 	// Cost prices a finished request's usage from the config's price table
@@ -136,7 +140,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.ResolveKey == nil {
 		opts.ResolveKey = keyledger.Env
 	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{},
+	if opts.Budget == nil {
+		opts.Budget = retry.NewBudget()
+		opts.Budget.Now = opts.Now
+	}
+	h := &Handler{opts: opts, log: opts.Logger, budget: opts.Budget, ingresses: map[string]ingress.Ingress{},
 		counters: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
 		for _, p := range e.Paths {
@@ -148,7 +156,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 			}
 		}
 	}
-	h.budget.Now = opts.Now
 	if h.opts.Breakers == nil || h.opts.Keys == nil {
 		// State of this process only: nothing to share it with, nothing
 		// to keep after exit.

@@ -7,6 +7,7 @@ package store
 //	breaker state    breaker#<target>                  state
 //	breaker window   breaker#<target>                  win#<time>
 //	breaker probes   breaker#<target>                  probe#<time>
+//	retry budget     retry#<provider>                  win#<time>
 //	ledger           ledger#<provider>#<fingerprint>   model#<model>
 //	ledger key       ledger#<provider>#<fingerprint>   credential
 //	budget           budget#<team>                     tag#<tag>#<window>#<time>
@@ -38,6 +39,7 @@ const Sep = "#"
 // Key shape prefixes (first PK component).
 const (
 	breakerPrefix = "breaker"
+	retryPrefix   = "retry"
 	ledgerPrefix  = "ledger"
 	budgetPrefix  = "budget"
 	usagePrefix   = "usage"
@@ -131,6 +133,24 @@ func BreakerWindowSK(windowStart time.Time) string {
 // select it.
 func BreakerProbeKey(targetID string, roundStart time.Time) Key {
 	return Key{PK: BreakerPK(targetID), SK: join(lit("probe"), lit(SortableTime(roundStart)))}
+}
+
+// RetryBudgetPK is the partition holding the retry budget counters of one
+// provider, shared by every gateway instance.
+func RetryBudgetPK(providerID string) string { return join(lit(retryPrefix), val(providerID)) }
+
+// RetryBudgetKey is the item counting one provider's first attempts and
+// retries, across all instances, in the budget slot that starts at
+// slotStart. Slots of a provider sort by time in one partition, so the
+// rolling minute is one Query with bounds from [RetryBudgetSK].
+func RetryBudgetKey(providerID string, slotStart time.Time) Key {
+	return Key{PK: RetryBudgetPK(providerID), SK: RetryBudgetSK(slotStart)}
+}
+
+// RetryBudgetSK is the sort key of the retry budget slot starting at
+// slotStart, also usable as a Query bound.
+func RetryBudgetSK(slotStart time.Time) string {
+	return join(lit("win"), lit(SortableTime(slotStart)))
 }
 
 // LedgerPK is the partition of one provider API key (by fingerprint, never

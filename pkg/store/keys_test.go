@@ -18,6 +18,8 @@ func TestKeyShapes(t *testing.T) {
 			Key{"breaker#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
 		{"breaker probe", BreakerProbeKey("openai-eu", at),
 			Key{"breaker#openai-eu", "probe#2024-05-01T21:59:58.000000500Z"}},
+		{"retry budget", RetryBudgetKey("openai-eu", at),
+			Key{"retry#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
 		{"ledger", LedgerKey("openai", "fp123", "gpt-4o"), Key{"ledger#openai#fp123", "model#gpt-4o"}},
 		{"ledger credential", LedgerCredentialKey("openai", "fp123"), Key{"ledger#openai#fp123", "credential"}},
 		{"budget", BudgetKey("team-a", "prod", "month", at),

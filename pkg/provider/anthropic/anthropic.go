@@ -131,7 +131,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	created := timeNow().Unix()
 	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), created), nil
+		s := newSSEStream(a.id, resp.Body, len(body), created)
+		s.trace = &call.Req.Trace
+		return s, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
