@@ -153,13 +153,15 @@ func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s"
 func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step) (*Session, error) {
 	pol, tr := rq.Policy, &rq.Trace
 	var last *gwerr.Error
+	lastKey := ""
 attempts:
 	for n := 1; n <= step.Attempts; n++ {
 		if n == 1 {
 			r.Budget.Request(step.Provider)
 		} else {
 			keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
-			_, otherKey := r.Keys.Pick(step.Provider, step.Model)
+			next, ok := r.Keys.Pick(step.Provider, step.Model)
+			otherKey := ok && next.Fingerprint != "" && next.Fingerprint != lastKey // a provider without keys has no other
 			if last.RetryAfter > pol.RetryAfterCap.D() && !(keyFault && otherKey) {
 				break // the provider asks for longer than we wait: move on
 			}
@@ -200,6 +202,7 @@ attempts:
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
 			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
 		}
+		lastKey = key.Fingerprint
 		s, err := r.attempt(ctx, rq, step, key, done)
 		if err == nil {
 			return s, nil
