@@ -45,17 +45,20 @@ type Server struct {
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
 type Provider struct {
-	// Kind is openai, anthropic, bedrock or fake.
+	// Kind is openai, anthropic, bedrock, gemini or fake.
 	Kind string `json:"kind"`
-	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai) or
-	// https://api.anthropic.com (anthropic). A query string (Azure's
-	// api-version) is kept on every call.
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai),
+	// https://api.anthropic.com (anthropic) or
+	// https://generativelanguage.googleapis.com/v1beta (gemini, the
+	// default). A query string (Azure's api-version) is kept on every call.
 	BaseURL string `json:"base_url,omitempty"`
 	// Keys are references to secrets, tried in priority order. Keys are never
 	// written inline: a reference whose variable is unset is skipped.
 	Keys []KeyRef `json:"keys,omitempty"`
 	// AuthHeader names the header that carries the key: "authorization"
-	// (Bearer, the default for openai), "api-key" (Azure) or "x-api-key".
+	// (Bearer, the default for openai), "api-key" (Azure), "x-api-key"
+	// (the default for anthropic) or "x-goog-api-key" (the default for
+	// gemini).
 	AuthHeader string `json:"auth_header,omitempty"`
 	// Headers are extra, non-secret headers sent on every call.
 	Headers map[string]string `json:"headers,omitempty"`

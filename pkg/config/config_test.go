@@ -103,3 +103,15 @@ func TestFallbackOnThatCanNeverApplyIsRejected(t *testing.T) {
 		t.Errorf("context_length and content_policy may be listed: %v", err)
 	}
 }
+
+// TestGeminiNeedsNoBaseURL: kind gemini has a default API root, so a
+// provider of that kind may leave base_url out.
+func TestGeminiNeedsNoBaseURL(t *testing.T) {
+	c, err := Parse([]byte("providers: {g: {kind: gemini, keys: [{env: GEMINI_API_KEY}]}}\nroutes: {m: {targets: [{provider: g, model: gemini-2.5-flash}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Providers["g"]; p.Kind != "gemini" || p.BaseURL != "" {
+		t.Errorf("provider = %+v", p)
+	}
+}

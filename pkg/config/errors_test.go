@@ -86,10 +86,12 @@ var errorCases = []struct{ name, in, want string }{
 
 	// Providers.
 	{"no providers", rm, `config: providers: at least one provider is required`},
-	{"null provider", "providers: {a: }\n" + rm, `config: providers.a: empty provider (null): give it at least a kind (openai, anthropic, bedrock or fake) (line 1, column 16)`},
-	{"kind", "providers: {a: {kind: opneai}}\n" + rm, `config: providers.a.kind: unknown kind "opneai", did you mean "openai"? (want openai, anthropic, bedrock or fake) (line 1, column 23)`},
+	{"null provider", "providers: {a: }\n" + rm, `config: providers.a: empty provider (null): give it at least a kind (openai, anthropic, bedrock, gemini or fake) (line 1, column 16)`},
+	{"kind", "providers: {a: {kind: opneai}}\n" + rm, `config: providers.a.kind: unknown kind "opneai", did you mean "openai"? (want openai, anthropic, bedrock, gemini or fake) (line 1, column 23)`},
 	{"base url", "providers: {a: {kind: openai, base_url: \"ftp://x\"}}\n" + rm, `config: providers.a.base_url: "ftp://x" is not an http(s) URL (kind openai needs one) (line 1, column 41)`},
 	{"base url missing", "providers: {a: {kind: openai}}\n" + rm, `config: providers.a.base_url: "" is not an http(s) URL (kind openai needs one) (line 1, column 16)`},
+	{"gemini base url", "providers: {a: {kind: gemini, base_url: \"generativelanguage.googleapis.com\"}}\n" + rm,
+		`config: providers.a.base_url: "generativelanguage.googleapis.com" is not an http(s) URL (leave it out for https://generativelanguage.googleapis.com/v1beta) (line 1, column 41)`},
 	{"fake mode", "providers: {a: {kind: fake, fake: {fail: sometimes}}}\n" + rm,
 		`config: providers.a.fake.fail: unknown failure mode "sometimes" (want status, reset, stall, after_chunks or empty) (line 1, column 42)`},
 	{"fake status", "providers: {a: {kind: fake, fake: {status: 200}}}\n" + rm, `config: providers.a.fake.status: 200 is not an HTTP error status (400-599) (line 1, column 44)`},
@@ -100,7 +102,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"key reference", "providers:\n  a:\n    kind: openai\n    base_url: https://x.test\n    keys:\n      - {env: K}\n      - {env: K2, ssm: /p}\n" + rm,
 		`config: providers.a.keys[1]: set exactly one of env or ssm, got env "K2" and ssm "/p" (keys are never written inline) (line 7, column 9)`},
 	{"auth header", "providers: {a: {kind: openai, base_url: \"https://x.test\", auth_header: x-api-kee}}\n" + rm,
-		`config: providers.a.auth_header: "x-api-kee" is not authorization, api-key or x-api-key, did you mean "x-api-key"? (line 1, column 72)`},
+		`config: providers.a.auth_header: "x-api-kee" is not authorization, api-key, x-api-key or x-goog-api-key, did you mean "x-api-key"? (line 1, column 72)`},
 	{"static header", "providers: {a: {kind: fake, headers: {X-Ok: \"1\", Authorization: secret}}}\n" + rm,
 		`config: providers.a.headers.Authorization: "Authorization" may not be set as a static header (line 1, column 65)`},
 

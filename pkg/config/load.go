@@ -19,7 +19,7 @@ import (
 )
 
 // Kinds are the provider kinds the gateway knows.
-var Kinds = []string{"openai", "anthropic", "bedrock", "fake"}
+var Kinds = []string{"openai", "anthropic", "bedrock", "gemini", "fake"}
 
 //go:embed demo.yaml
 var demoYAML []byte

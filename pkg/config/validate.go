@@ -45,6 +45,11 @@ func (p *Provider) validate(at Path) error {
 		if p.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errAt(at.Key("base_url"), "%s is not an http(s) URL (kind %s needs one)", show(p.BaseURL), p.Kind)
 		}
+	case "gemini":
+		u, err := url.Parse(p.BaseURL)
+		if p.BaseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return errAt(at.Key("base_url"), "%s is not an http(s) URL (leave it out for https://generativelanguage.googleapis.com/v1beta)", show(p.BaseURL))
+		}
 	case "fake":
 		if p.Fake == nil {
 			p.Fake = &FakeScript{}
@@ -77,14 +82,14 @@ func (p *Provider) validate(at Path) error {
 		}
 	}
 	switch strings.ToLower(p.AuthHeader) {
-	case "", "authorization", "api-key", "x-api-key":
+	case "", "authorization", "api-key", "x-api-key", "x-goog-api-key":
 	default:
-		return errAt(at.Key("auth_header"), "%s is not authorization, api-key or x-api-key%s", show(p.AuthHeader),
-			didYouMean(p.AuthHeader, []string{"authorization", "api-key", "x-api-key"}))
+		return errAt(at.Key("auth_header"), "%s is not authorization, api-key, x-api-key or x-goog-api-key%s", show(p.AuthHeader),
+			didYouMean(p.AuthHeader, []string{"authorization", "api-key", "x-api-key", "x-goog-api-key"}))
 	}
 	for _, h := range sortedKeys(p.Headers) {
 		switch strings.ToLower(h) {
-		case "authorization", "api-key", "x-api-key", "host", "content-length":
+		case "authorization", "api-key", "x-api-key", "x-goog-api-key", "host", "content-length":
 			return errAt(at.Key("headers").Key(h), "%s may not be set as a static header", show(h))
 		}
 	}

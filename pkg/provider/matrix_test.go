@@ -21,7 +21,7 @@ func TestSemanticsMatrixIsBackedByTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each column's tests live in one package.
-	pkgOf := map[string]string{"openai": "pkg/server", "anthropic": "pkg/provider/anthropic", "bedrock": "pkg/provider/bedrock"}
+	pkgOf := map[string]string{"openai": "pkg/server", "anthropic": "pkg/provider/anthropic", "bedrock": "pkg/provider/bedrock", "gemini": "pkg/provider/gemini"}
 	var columns []string
 	required := []string{"text", "system", "multi-turn", "images", "tools definition", "forced tool choice",
 		"parallel tool calls", "tool results", "streaming tool-call deltas", "response_format json_object",
