@@ -64,6 +64,13 @@ type Guard interface {
 	Allow(target string, force Force) (done func(Outcome), err error)
 }
 
+// ContextGuard is a Guard that also takes the request's context: the log
+// lines of transitions the request causes carry its trace id
+// (traceid.From). The failover engine uses it when the Guard has it.
+type ContextGuard interface {
+	AllowContext(ctx context.Context, target string, force Force) (done func(Outcome), err error)
+}
+
 // Reporter describes breakers for health reports.
 type Reporter interface {
 	// Snapshot reports a target's state (never blocking on the store).
@@ -165,8 +172,9 @@ type Breaker struct {
 }
 
 var (
-	_ Guard    = (*Breaker)(nil)
-	_ Reporter = (*Breaker)(nil)
+	_ Guard        = (*Breaker)(nil)
+	_ ContextGuard = (*Breaker)(nil)
+	_ Reporter     = (*Breaker)(nil)
 	_ Store    = store.Store(nil) // every backend will do
 )
 
@@ -204,11 +212,18 @@ func New(st Store, settings config.BreakerSettings, opt Options) *Breaker {
 	}
 }
 
-// Allow implements Guard. It makes no store call unless the cached
-// state is older than CacheTTL (one caller per target reads it, bounded by
-// StoreTimeout, while concurrent callers use the cache) or the target is
-// half-open (probe grants are coordinated through the store).
+// Allow implements Guard: AllowContext without a request context.
 func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
+	return b.AllowContext(context.Background(), id, force)
+}
+
+// AllowContext implements ContextGuard. It makes no store call unless the
+// cached state is older than CacheTTL (one caller per target reads it,
+// bounded by StoreTimeout, while concurrent callers use the cache) or the
+// target is half-open (probe grants are coordinated through the store).
+// Transitions this call or its done func cause are logged with ctx's
+// trace id.
+func (b *Breaker) AllowContext(ctx context.Context, id string, force Force) (func(Outcome), error) {
 	switch force {
 	case "open":
 		return nil, ErrOpen
@@ -252,7 +267,7 @@ func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
 		t.mu.Unlock()
 		p, err = b.grantProbe(t, now)
 	}
-	b.report(t, "store")
+	b.report(ctx, t, "store")
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +275,9 @@ func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
 	return func(o Outcome) {
 		once.Do(func() {
 			if p.active {
-				b.probeDone(t, p, o)
+				b.probeDone(ctx, t, p, o)
 			} else {
-				b.done(t, o)
+				b.done(ctx, t, o)
 			}
 		})
 	}, nil

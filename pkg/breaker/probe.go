@@ -89,7 +89,7 @@ func (b *Breaker) grantLocalProbe(t *target) (probe, error) {
 // touches local counters, and starts a background sync when one is due or
 // the failures would trip.
 
-func (b *Breaker) probeDone(t *target, p probe, o Outcome) {
+func (b *Breaker) probeDone(rctx context.Context, t *target, p probe, o Outcome) {
 	if !p.stored {
 		t.mu.Lock()
 		t.localProbes = max(t.localProbes-1, 0)
@@ -110,9 +110,9 @@ func (b *Breaker) probeDone(t *target, p probe, o Outcome) {
 			t.mu.Unlock()
 		}
 	case Success:
-		b.settle(t, p, true)
+		b.settle(rctx, t, p, true)
 	case Failure:
-		b.settle(t, p, false)
+		b.settle(rctx, t, p, false)
 	}
 }
 
@@ -120,7 +120,7 @@ func (b *Breaker) probeDone(t *target, p probe, o Outcome) {
 // reopened with a doubled cooldown on failure. A conflict means another
 // instance moved the state first: it is re-read, and the write retried only
 // while the episode is still the one probed.
-func (b *Breaker) settle(t *target, p probe, success bool) {
+func (b *Breaker) settle(ctx context.Context, t *target, p probe, success bool) {
 	now := b.now()
 	t.mu.Lock()
 	if t.loc.pending {
@@ -129,7 +129,7 @@ func (b *Breaker) settle(t *target, p probe, success bool) {
 			b.tripLocallyLocked(t, now, t.loc.trips)
 			b.maybeSyncLocked(t, now, true)
 			t.mu.Unlock()
-			b.report(t, "local")
+			b.report(ctx, t, "local")
 			return
 		}
 		t.loc = localTrip{}
@@ -180,5 +180,5 @@ func (b *Breaker) settle(t *target, p probe, success bool) {
 		base, seq = t.sh, t.seq
 		t.mu.Unlock()
 	}
-	b.report(t, "local")
+	b.report(ctx, t, "local")
 }

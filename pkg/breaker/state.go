@@ -5,6 +5,7 @@ package breaker
 // its window counts are.
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -224,7 +225,7 @@ func (b *Breaker) tripsByRate(c counts) bool {
 	return c.total > 0 && c.total >= float64(b.set.MinRequests) && c.failures/c.total >= b.set.FailureRate
 }
 
-func (b *Breaker) done(t *target, o Outcome) {
+func (b *Breaker) done(ctx context.Context, t *target, o Outcome) {
 	if o == Ignored {
 		return
 	}
@@ -260,7 +261,7 @@ func (b *Breaker) done(t *target, o Outcome) {
 	b.maybeSyncLocked(t, now, urgent)
 	tr := b.noteLocked(t, now, "local")
 	t.mu.Unlock()
-	b.emit(t.id, tr)
+	b.emit(ctx, t.id, tr)
 }
 
 // tripLocallyLocked opens the breaker on this instance at once, after

@@ -165,7 +165,7 @@ func (b *Breaker) syncOnce(t *target) {
 				b.tripLocallyLocked(t, now, t.sh.trips)
 			}
 			t.mu.Unlock()
-			b.report(t, "local")
+			b.report(context.Background(), t, "local")
 			return
 		}
 		flushed, gen = true, it.Nums[attrGen]
@@ -230,7 +230,7 @@ func (b *Breaker) syncOnce(t *target) {
 	}
 	loc := t.loc
 	t.mu.Unlock()
-	b.report(t, "local")
+	b.report(context.Background(), t, "local")
 	if loc.pending {
 		b.writeTrip(t, loc, now)
 	}

@@ -8,8 +8,10 @@ import (
 // Record is the metadata of one client request: one per request, whatever
 // its outcome. Prompt and completion text never enter a record.
 type Record struct {
-	RequestID string    `json:"request_id"`
-	Time      time.Time `json:"time"`
+	RequestID string `json:"request_id"`
+	// TraceID is the request's W3C trace id (exchange.Request.TraceID).
+	TraceID string    `json:"trace_id,omitempty"`
+	Time    time.Time `json:"time"`
 	// API is the client API the request arrived on.
 	API API `json:"api,omitempty"`
 	// Team is the caller's team ("anonymous" once stored, for callers
@@ -48,7 +50,7 @@ type Record struct {
 
 // NewRecord starts the record of a request that has just arrived.
 func NewRecord(r *Request) Record {
-	return Record{RequestID: r.ID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
+	return Record{RequestID: r.ID, TraceID: r.TraceID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
 }
 
 // Fill copies what the request learned on its way (caller, route, tag,

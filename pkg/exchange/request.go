@@ -39,6 +39,13 @@ const (
 type Request struct {
 	// ID is the gateway's request id (x-request-id).
 	ID string
+	// TraceID is the request's W3C trace id (pkg/traceid): the client's
+	// traceparent or X-Amzn-Trace-Id, the Lambda invocation's X-Ray trace,
+	// or a generated one. It is on every log line, record and error body.
+	TraceID string
+	// TraceParent is the traceparent header every adapter sends upstream:
+	// TraceID with the gateway's own span id.
+	TraceParent string
 	// API is the client API the request arrived on.
 	API API
 	// Start is when the request arrived.

@@ -187,7 +187,7 @@ attempts:
 				return nil, endErr(ctx)
 			}
 		}
-		done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+		done, err := r.allow(ctx, step)
 		if err != nil {
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
@@ -211,6 +211,16 @@ attempts:
 		}
 	}
 	return nil, last
+}
+
+// allow asks the breaker whether step may be tried, with the request's
+// context when the breaker takes one (its transition lines then carry the
+// request's trace id).
+func (r *Router) allow(ctx context.Context, step config.Step) (func(breaker.Outcome), error) {
+	if cg, ok := r.Breakers.(breaker.ContextGuard); ok {
+		return cg.AllowContext(ctx, step.ID, breaker.Force(step.Breaker))
+	}
+	return r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
 }
 
 // endErr is the error for a request whose own context ended.

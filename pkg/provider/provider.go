@@ -71,6 +71,14 @@ type Stream interface {
 // client's own bytes for req.
 func Passthrough(req *exchange.Request, api exchange.API) bool { return req.API == api }
 
+// SetTraceHeader forwards the request's trace context to an upstream: the
+// traceparent header (the request's trace id, the gateway's span id).
+func SetTraceHeader(h http.Header, req *exchange.Request) {
+	if req.TraceParent != "" {
+		h.Set("traceparent", req.TraceParent)
+	}
+}
+
 // SetKeyHeader puts a provider key in the header an adapter is configured
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty

@@ -44,7 +44,7 @@ func modelPath(p string) (string, bool) {
 // model serves GET /v1/models/{id}.
 func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
 	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !exchange.CallerFrom(r.Context()).MayUse(id) {
-		writeError(w, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		writeError(w, r, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject{ID: id, Object: "model", OwnedBy: "llmgw"})

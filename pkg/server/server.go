@@ -27,6 +27,7 @@ import (
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -189,23 +190,27 @@ func (h *Handler) UnresolvedKeys() int {
 // recover, and a panic there would kill the process.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
+	tc := traceid.FromRequest(r)
 	rw.Header().Set("x-request-id", rid)
+	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
+	rw.Header().Set("traceparent", tc.Traceparent())
+	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
+			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.String("trace_id", tc.TraceID),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeError(w, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeError(w, r, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, http.MethodGet)
+			methodNotAllowed(w, r, rid, http.MethodGet)
 			return
 		}
 		h.health(w, r)
@@ -213,22 +218,22 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeError(w, gwerr.As(err), rid)
+		writeError(w, r, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
 	if in, ok := h.ingresses[r.URL.Path]; ok {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, rid, http.MethodPost)
+			methodNotAllowed(w, r, rid, http.MethodPost)
 			return
 		}
-		h.serve(in, w, r, rid)
+		h.serve(in, w, r, rid, tc)
 		return
 	}
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, http.MethodGet)
+			methodNotAllowed(w, r, rid, http.MethodGet)
 			return
 		}
 		h.models(w, r, rid)
@@ -241,14 +246,15 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.model(w, r, rid, m)
 			return
 		}
-		writeError(w, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeError(w, r, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
-func methodNotAllowed(w http.ResponseWriter, rid, allow string) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, rid, allow string) {
 	w.Header().Set("Allow", allow)
 	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode("method_not_allowed")
-	writeErrorStatus(w, e, rid, http.StatusMethodNotAllowed)
+	e.TraceID = traceid.From(r.Context())
+	chat.WriteError(w, e, rid, http.StatusMethodNotAllowed)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -308,11 +314,9 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 }
 
 // writeError writes an error outside any client API's pipeline (unknown
-// path, method, authentication, panic) in the OpenAI error shape.
-func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
+// path, method, authentication, panic) in the OpenAI error shape, with the
+// request's trace id.
+func writeError(w http.ResponseWriter, r *http.Request, e *gwerr.Error, rid string) int {
+	e.TraceID = traceid.From(r.Context())
 	return chat.WriteError(w, e, rid, e.Category.Status())
-}
-
-func writeErrorStatus(w http.ResponseWriter, e *gwerr.Error, rid string, status int) int {
-	return chat.WriteError(w, e, rid, status)
 }

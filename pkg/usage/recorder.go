@@ -43,7 +43,7 @@ func NewRecorder(p store.Putter, cfg func() *config.Config, log *slog.Logger) *R
 func (r *Recorder) Record(ctx context.Context, rec *exchange.Record) {
 	if err := r.Write(ctx, rec); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelError, "usage record not stored",
-			slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err))
+			slog.String("request_id", rec.RequestID), slog.String("trace_id", rec.TraceID), slog.String("team", rec.Team), slog.Any("error", err))
 	}
 }
 

@@ -108,6 +108,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	for k, v := range a.headers {
 		h.Set(k, v)
 	}
+	provider.SetTraceHeader(h, call.Req)
 	provider.SetKeyHeader(h, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {

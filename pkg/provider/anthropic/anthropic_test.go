@@ -106,6 +106,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}],
 		"tool_choice":"auto","temperature":0.2}`, keyledger.NewKey(testSecret, 0))
+	call.Req.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	var statuses []int
 	var seen http.Header
 	call.OnResponse = func(status int, h http.Header) { statuses = append(statuses, status); seen = h }
@@ -132,7 +133,8 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	if r.method != http.MethodPost || r.path != "/v1/messages" {
 		t.Errorf("request line %s %s, want POST /v1/messages", r.method, r.path)
 	}
-	for k, want := range map[string]string{"X-Api-Key": testSecret, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json", "Accept": "text/event-stream"} {
+	for k, want := range map[string]string{"X-Api-Key": testSecret, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json", "Accept": "text/event-stream",
+		"Traceparent": call.Req.TraceParent} {
 		if got := r.header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}

@@ -217,7 +217,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
-		out, err := a.api.ConverseStream(ctx, req.streamInput())
+		out, err := a.api.ConverseStream(ctx, req.streamInput(), traceHeader(call.Req.TraceParent))
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
@@ -230,7 +230,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		tr := newTranslator(responseID(out.ResultMetadata), model, timeNow().Unix())
 		return newStream(ctx, a.id, es, tr, reqBytes), nil
 	}
-	out, err := a.api.Converse(ctx, req.converseInput())
+	out, err := a.api.Converse(ctx, req.converseInput(), traceHeader(call.Req.TraceParent))
 	if err != nil {
 		observeError(call, err)
 		return nil, callError(ctx, a.id, err)
@@ -241,6 +241,16 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, err
 	}
 	return provider.Events(u, evs...), nil
+}
+
+// traceHeader forwards the request's trace context: a middleware that adds
+// the traceparent header to the SDK's HTTP request (before it is signed).
+func traceHeader(tp string) func(*bedrockruntime.Options) {
+	return func(o *bedrockruntime.Options) {
+		if tp != "" {
+			o.APIOptions = append(o.APIOptions, smithyhttp.SetHeaderValue("traceparent", tp))
+		}
+	}
 }
 
 // responseID is bedrock's request id, or a random id (24 hex digits).

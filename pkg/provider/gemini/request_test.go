@@ -192,6 +192,7 @@ func TestSendRequestShape(t *testing.T) {
 	}
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`)
 	call.Step.Model = "models/gemini-2.5-flash"
+	call.Req.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	s, err := a.Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +202,8 @@ func TestSendRequestShape(t *testing.T) {
 	if r.path != "/v1beta/models/gemini-2.5-flash:streamGenerateContent" || r.query != "alt=sse&x=1" {
 		t.Errorf("path %q query %q", r.path, r.query)
 	}
-	if r.header.Get("x-goog-api-key") != testKey || r.header.Get("Authorization") != "" || r.header.Get("X-Static") != "yes" {
+	if r.header.Get("x-goog-api-key") != testKey || r.header.Get("Authorization") != "" || r.header.Get("X-Static") != "yes" ||
+		r.header.Get("traceparent") != call.Req.TraceParent {
 		t.Errorf("headers = %v", r.header)
 	}
 	f2 := newFakeAPI(t, serveJSON(200, okResponse))

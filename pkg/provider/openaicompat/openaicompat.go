@@ -97,6 +97,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	for k, v := range a.headers {
 		req.Header.Set(k, v)
 	}
+	provider.SetTraceHeader(req.Header, rq)
 	provider.SetKeyHeader(req.Header, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {
