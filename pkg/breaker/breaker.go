@@ -175,7 +175,7 @@ var (
 	_ Guard        = (*Breaker)(nil)
 	_ ContextGuard = (*Breaker)(nil)
 	_ Reporter     = (*Breaker)(nil)
-	_ Store    = store.Store(nil) // every backend will do
+	_ Store        = store.Store(nil) // every backend will do
 )
 
 // New returns the breaker of every target over st, with the given settings
