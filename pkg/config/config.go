@@ -145,6 +145,32 @@ type Target struct {
 	// Breaker forces this target's breaker: "open" (skip it) or "closed"
 	// (always try it), for incidents. Empty means automatic.
 	Breaker string `json:"breaker,omitempty"`
+	// Variant adapts the prompt and parameters to this target's model,
+	// applied only when this target serves.
+	Variant *Variant `json:"variant,omitempty"`
+}
+
+// Variant is a per-target prompt variant: a system prompt override, prefix
+// or suffix, and parameter overrides, applied to the request only when
+// that target serves it (on every client API; passthrough bodies are
+// edited byte by byte). Its name is recorded on the usage record.
+type Variant struct {
+	// Name identifies the variant in usage records and logs. Required.
+	Name string `json:"name"`
+	// System replaces the system prompt: every system and developer
+	// message gives way to one system message with this text.
+	System string `json:"system,omitempty"`
+	// SystemPrefix is put before the first system message's text, and
+	// SystemSuffix after the last one's (as they are: include any
+	// separator). Without a system message, they become one.
+	SystemPrefix string `json:"system_prefix,omitempty"`
+	SystemSuffix string `json:"system_suffix,omitempty"`
+	// Temperature and TopP replace the client's values.
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	// MaxTokensCap caps the output tokens: a larger client limit is
+	// lowered to it, and a request without one gets it.
+	MaxTokensCap int `json:"max_tokens_cap,omitempty"`
 }
 
 // Policy governs retries, fallbacks, timeouts and breakers. Zero fields take

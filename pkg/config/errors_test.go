@@ -125,6 +125,12 @@ var errorCases = []struct{ name, in, want string }{
 		`config: routes.m.targets[0].attempts: 11 is not between 0 (the route's) and 10 (line 2, column 48)`},
 	{"target max tokens", pa + "routes: {m: {targets: [{provider: a, max_tokens: -1}]}}\n",
 		`config: routes.m.targets[0].max_tokens: -1 must not be negative (line 2, column 50)`},
+	{"variant name", pa + "routes: {m: {targets: [{provider: a, variant: {system: Terse.}}]}}\n",
+		`config: routes.m.targets[0].variant.name: required: a name for the usage records (e.g. "terse-v2") (line 2, column 47)`},
+	{"variant override and prefix", pa + "routes: {m: {targets: [{provider: a, variant: {name: v, system: A, system_prefix: B}}]}}\n",
+		`config: routes.m.targets[0].variant.system: system replaces the system prompt; it cannot be combined with system_prefix or system_suffix (line 2, column 65)`},
+	{"variant temperature", pa + "routes: {m: {targets: [{provider: a, variant: {name: v, temperature: 3}}]}}\n",
+		`config: routes.m.targets[0].variant.temperature: 3 is not between 0 and 2 (line 2, column 70)`},
 	{"cycle", pa + "routes:\n  m: {targets: [{route: n}]}\n  n: {targets: [{provider: a, model: x}, {route: m}]}\n",
 		`config: routes.m: route references form a cycle: m -> n -> m (line 3, column 6)`},
 

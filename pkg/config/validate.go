@@ -163,6 +163,27 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	if t.MaxTokens < 0 {
 		return errAt(at.Key("max_tokens"), "%d must not be negative", t.MaxTokens)
 	}
+	if t.Variant != nil {
+		return t.Variant.validate(at.Key("variant"))
+	}
+	return nil
+}
+
+func (v *Variant) validate(at Path) error {
+	switch {
+	case strings.TrimSpace(v.Name) == "":
+		return errAt(at.Key("name"), "required: a name for the usage records (e.g. %s)", show("terse-v2"))
+	case len(v.Name) > 64:
+		return errAt(at.Key("name"), "%s is longer than 64 characters", show(v.Name))
+	case v.System != "" && (v.SystemPrefix != "" || v.SystemSuffix != ""):
+		return errAt(at.Key("system"), "system replaces the system prompt; it cannot be combined with system_prefix or system_suffix")
+	case v.Temperature != nil && (*v.Temperature < 0 || *v.Temperature > 2):
+		return errAt(at.Key("temperature"), "%g is not between 0 and 2", *v.Temperature)
+	case v.TopP != nil && (*v.TopP < 0 || *v.TopP > 1):
+		return errAt(at.Key("top_p"), "%g is not between 0 and 1", *v.TopP)
+	case v.MaxTokensCap < 0:
+		return errAt(at.Key("max_tokens_cap"), "%d must not be negative", v.MaxTokensCap)
+	}
 	return nil
 }
 

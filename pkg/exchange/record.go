@@ -23,6 +23,7 @@ type Record struct {
 	Route         string    `json:"route,omitempty"`
 	Target        string    `json:"target,omitempty"`   // provider/model that served
 	Provider      string    `json:"provider,omitempty"` // its provider id
+	Variant       string    `json:"variant,omitempty"`  // its prompt variant, if any
 	Attempts      []Attempt `json:"attempts,omitempty"`
 	FallbackDepth int       `json:"fallback_depth"`
 	// Outcome is "ok", an error category, or "client_cancelled".
@@ -60,7 +61,7 @@ func (rec *Record) Fill(r *Request) {
 		rec.Team, rec.KeyID = r.Caller.Team, r.Caller.KeyID
 	}
 	rec.Route, rec.Tag, rec.Stream = r.Route, r.Tag, r.Stream
-	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
+	rec.Target, rec.Provider, rec.Variant = r.Trace.Target, r.Trace.Provider, r.Trace.Variant
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
 }

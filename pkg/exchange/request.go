@@ -92,12 +92,23 @@ type Request struct {
 }
 
 // MaxTokens is the output limit an attempt at step must send to a provider
-// that requires one: the step's default, lowered to the admitted cap.
+// that requires one: the step's default, lowered to OutputLimit.
 func (r *Request) MaxTokens(step config.Step) int {
-	if c := r.OutputCap; c > 0 && (step.MaxTokens == 0 || c < step.MaxTokens) {
+	if c := r.OutputLimit(step); c > 0 && (step.MaxTokens == 0 || c < step.MaxTokens) {
 		return c
 	}
 	return step.MaxTokens
+}
+
+// OutputLimit is the output limit an attempt at step must send when the
+// client gave none, 0 for none: the admitted cap (OutputCap), lowered to
+// the step's variant cap.
+func (r *Request) OutputLimit(step config.Step) int {
+	c := r.OutputCap
+	if v := step.Variant; v != nil && v.MaxTokensCap > 0 && (c == 0 || v.MaxTokensCap < c) {
+		c = v.MaxTokensCap
+	}
+	return c
 }
 
 // Caller is the authenticated identity behind a request.

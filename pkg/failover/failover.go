@@ -110,6 +110,9 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 		s, err := r.tryTarget(ctx, rq, step)
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
+			if step.Variant != nil {
+				tr.Variant = step.Variant.Name
+			}
 			return s, nil
 		}
 		if errors.Is(err, ErrClientGone) {

@@ -82,7 +82,7 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	tr := translator{target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
-	areq, err := tr.translateRequest(call.Req, call.Model(), call.MaxTokens())
+	areq, err := tr.translateRequest(call.Req, call.Chat(), call.Model(), call.MaxTokens())
 	if err != nil {
 		return nil, err
 	}

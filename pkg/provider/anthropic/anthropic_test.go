@@ -402,3 +402,25 @@ func TestSendMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestVariantIsAppliedToTheTranslatedRequest: the target's prompt variant
+// edits the canonical copy the Messages request is built from; the cap
+// lowers the target's default output limit.
+func TestVariantIsAppliedToTheTranslatedRequest(t *testing.T) {
+	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_v","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`))
+	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
+	call := newCall(t, `{"model":"m","temperature":0.9,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
+	temp := 0.3
+	call.Step.Variant = &config.Variant{Name: "claude-v1", SystemPrefix: "You are Claude. ", Temperature: &temp, MaxTokensCap: 200}
+	if _, err := a.Send(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"claude-x","max_tokens":200,"system":[{"type":"text","text":"You are Claude. be brief"}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"temperature":0.3}`
+	if got := up.requests()[0].body; !reflect.DeepEqual(canon(t, got), canon(t, []byte(want))) {
+		t.Errorf("upstream body\n got %s\nwant %s", got, compact(t, want))
+	}
+	if *call.Req.Chat.Temperature != 0.9 || call.Req.Chat.Messages[0].Content.Text != "be brief" {
+		t.Error("the variant edited the request other targets see")
+	}
+}

@@ -211,7 +211,7 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	model := call.Model()
 	target := a.id + "/" + model
-	req, err := translateRequest(call.Req, model, call.MaxTokens(), target)
+	req, err := translateRequest(call.Req, call.Chat(), model, call.MaxTokens(), target)
 	if err != nil {
 		return nil, err
 	}

@@ -92,11 +92,7 @@ func (a *Adapter) endpoint(model string, stream bool) string {
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	tr := translator{target: a.id + "/" + call.Model(), model: call.Model()}
-	outputCap := 0
-	if call.Req.OutputCap > 0 {
-		outputCap = call.MaxTokens()
-	}
-	greq, err := tr.translateRequest(call.Req, outputCap)
+	greq, err := tr.translateRequest(call.Req, call.Chat(), call.OutputLimit())
 	if err != nil {
 		return nil, err
 	}

@@ -83,11 +83,11 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 		Message: fmt.Sprintf(format, args...) + " (target " + t.target + ")"}
 }
 
-// translateRequest returns the Gemini request for req's canonical form.
-// outputCap is the output limit to send when the client gives none (0:
-// none; Gemini does not require one).
-func (t *translator) translateRequest(req *exchange.Request, outputCap int) (*request, error) {
-	r := req.Chat
+// translateRequest returns the Gemini request for req's canonical form r
+// (provider.Call.Chat: req.Chat with the target's variant). outputCap is
+// the output limit to send when the client gives none (0: none; Gemini
+// does not require one).
+func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatRequest, outputCap int) (*request, error) {
 	var body []byte
 	if req.API == exchange.Chat || req.API == "" {
 		body = req.Body

@@ -103,7 +103,7 @@ func TestTranslateRequest(t *testing.T) {
 func TestTranslateRequestTargetSpecifics(t *testing.T) {
 	tr := translator{target: "g/gemini-3-pro-preview", model: "gemini-3-pro-preview"}
 	call := newCall(t, `{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"Hi"}]}`)
-	out, err := tr.translateRequest(call.Req, 0)
+	out, err := tr.translateRequest(call.Req, call.Req.Chat, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,8 @@ func TestTranslateInvalid(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := translator{target: "g/gemini-test", model: "gemini-test"}
-			_, err := tr.translateRequest(newCall(t, req).Req, 0)
+			c := newCall(t, req)
+			_, err := tr.translateRequest(c.Req, c.Req.Chat, 0)
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Code == provider.CodeUnsupportedFeature {
 				t.Fatalf("err = %v, want a plain invalid_request", err)

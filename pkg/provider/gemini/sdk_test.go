@@ -101,6 +101,12 @@ type gateway struct {
 }
 
 func newGateway(t *testing.T, urls ...string) *gateway {
+	return newGatewayVariant(t, "", urls...)
+}
+
+// newGatewayVariant is newGateway with a variant (a YAML flow mapping) on
+// the first target.
+func newGatewayVariant(t *testing.T, variant string, urls ...string) *gateway {
 	t.Setenv(sdkKeyEnv, sdkKey)
 	var b strings.Builder
 	b.WriteString("defaults: {backoff_base: 1ms, backoff_max: 2ms, attempts: 1}\nproviders:\n")
@@ -109,7 +115,11 @@ func newGateway(t *testing.T, urls ...string) *gateway {
 	}
 	b.WriteString("routes:\n  m:\n    targets:\n")
 	for i := range urls {
-		b.WriteString("      - {provider: g" + string(rune('0'+i)) + ", model: gemini-test-" + string(rune('0'+i)) + "}\n")
+		v := ""
+		if i == 0 && variant != "" {
+			v = ", variant: " + variant
+		}
+		b.WriteString("      - {provider: g" + string(rune('0'+i)) + ", model: gemini-test-" + string(rune('0'+i)) + v + "}\n")
 	}
 	cfg, err := config.Parse([]byte(b.String()))
 	if err != nil {
@@ -335,5 +345,39 @@ func TestSDKUnsupportedFeatureIsRejectedWithoutCallingUpstream(t *testing.T) {
 	}
 	if up.hits.Load() != 0 {
 		t.Error("the upstream was called")
+	}
+}
+
+// TestSDKVariantOnAGeminiTarget: the target's prompt variant reaches
+// Gemini through the translated request, and the record names it.
+func TestSDKVariantOnAGeminiTarget(t *testing.T) {
+	up := newUpstream(t, sse(fixture(t, "text.sse")))
+	g := newGatewayVariant(t, `{name: gemini-v3, system: "Answer in one line.", top_p: 0.5, max_tokens_cap: 128}`, up.URL)
+	client := g.sdk()
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:     "m",
+		Messages:  []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a poet."), openai.UserMessage("hi")},
+		MaxTokens: openai.Int(4000),
+	})
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		SystemInstruction struct {
+			Parts []struct{ Text string } `json:"parts"`
+		} `json:"systemInstruction"`
+		GenerationConfig map[string]any `json:"generationConfig"`
+	}
+	if err := json.Unmarshal(up.body(0), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if p := sent.SystemInstruction.Parts; len(p) != 1 || p[0].Text != "Answer in one line." ||
+		sent.GenerationConfig["topP"] != 0.5 || sent.GenerationConfig["maxOutputTokens"] != 128.0 {
+		t.Errorf("upstream body = %s", up.body(0))
+	}
+	if r := g.records(t, 1)[0]; r.Variant != "gemini-v3" {
+		t.Errorf("record variant = %q", r.Variant)
 	}
 }
