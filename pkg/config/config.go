@@ -29,6 +29,7 @@ type Config struct {
 	Usage  UsageSettings    `json:"usage,omitempty"`
 
 	chains map[string][]Step // resolved at load, see Chain
+	bases  map[string]string // "provider/model" -> a target's base_model option
 }
 
 // Server holds listener-level settings.
@@ -148,6 +149,12 @@ type Target struct {
 	// Variant adapts the prompt and parameters to this target's model,
 	// applied only when this target serves.
 	Variant *Variant `json:"variant,omitempty"`
+	// Options holds kind-specific settings of this target. Bedrock:
+	// prompt_caching ("on" or "off": overrides the adapter's table of
+	// models that support cache points) and base_model (the model an
+	// application inference profile or provisioned-model ARN runs, for
+	// prices and that table).
+	Options map[string]string `json:"options,omitempty"`
 }
 
 // Variant is a per-target prompt variant: a system prompt override, prefix

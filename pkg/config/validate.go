@@ -163,8 +163,38 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	if t.MaxTokens < 0 {
 		return errAt(at.Key("max_tokens"), "%d must not be negative", t.MaxTokens)
 	}
+	if err := c.validateTargetOptions(at.Key("options"), t); err != nil {
+		return err
+	}
 	if t.Variant != nil {
 		return t.Variant.validate(at.Key("variant"))
+	}
+	return nil
+}
+
+// validateTargetOptions checks a target's kind-specific options: only
+// bedrock targets take any (prompt_caching on|off, base_model).
+func (c *Config) validateTargetOptions(at Path, t Target) error {
+	kind := c.Providers[t.Provider].Kind
+	for _, k := range sortedKeys(t.Options) {
+		v := t.Options[k]
+		switch {
+		case kind != "bedrock":
+			return errAt(at, "only bedrock targets take options; provider %s is kind %s", t.Provider, kind)
+		case k == "prompt_caching":
+			if v != "on" && v != "off" {
+				return errAt(at.Key(k), "%s is not on or off", show(v))
+			}
+		case k == "base_model":
+			if v == "" || strings.HasPrefix(v, "arn:") {
+				return errAt(at.Key(k), "%s must be a base model id (like anthropic.claude-sonnet-4-5-20250929-v1:0)", show(v))
+			}
+		default:
+			e := errAt(at.Key(k), "unknown bedrock target option %s%s (options: base_model, prompt_caching)", show(k),
+				didYouMean(k, []string{"base_model", "prompt_caching"}))
+			e.OnKey = true
+			return e
+		}
 	}
 	return nil
 }

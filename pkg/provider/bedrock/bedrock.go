@@ -38,7 +38,9 @@
 //     reasoning_effort low/medium/high/xhigh -> outputConfig.effort.
 //   - cache_control {"type":"ephemeral","ttl"?} on a content part, a
 //     message, a system message or a tool -> a cachePoint block right after
-//     it (bedrock caches the prefix up to each cachePoint).
+//     it (bedrock caches the prefix up to each cachePoint), for the models
+//     that support prompt caching (the table in models.go, overridable per
+//     target); for any other model it is dropped, never a 4xx.
 //   - refused before any call, as invalid_request naming the feature and
 //     the target: n>1, logprobs/top_logprobs, logit_bias, audio (output,
 //     modalities or input parts), file parts, non-zero presence or frequency
@@ -211,7 +213,11 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	model := call.Model()
 	target := a.id + "/" + model
-	req, err := translateRequest(call.Req, call.Chat(), model, call.MaxTokens(), target)
+	chat := call.Chat()
+	if msgs, tools := caching(model, call.Step.Options); !msgs || !tools {
+		chat = withoutCacheControl(chat, !msgs, !tools)
+	}
+	req, err := translateRequest(call.Req, chat, model, call.MaxTokens(), target)
 	if err != nil {
 		return nil, err
 	}
