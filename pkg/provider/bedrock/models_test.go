@@ -33,7 +33,7 @@ func TestPromptCachingFollowsTheModelTable(t *testing.T) {
 	const sonnet = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 	const appProfile = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6"
 	cases := []struct {
-		route, model, options string
+		route, model, options   string
 		system, messages, tools bool // cache points expected
 	}{
 		{"base", sonnet, "", true, true, true},
