@@ -46,6 +46,13 @@ func (b *Breaker) emit(ctx context.Context, id string, tr *transition) {
 		slog.String("from", string(tr.from)), slog.String("to", string(tr.to)), slog.String("source", tr.source),
 		slog.Float64("error_rate", tr.snap.ErrorRate), slog.Int("window_requests", tr.snap.Requests),
 		slog.Int("window_failures", tr.snap.Failures), slog.Time("open_until", tr.snap.OpenUntil)}
+	if tr.snap.Reason != "" {
+		attrs = append(attrs, slog.String("reason", tr.snap.Reason))
+	}
+	if l := tr.snap.Latency; l != nil {
+		attrs = append(attrs, slog.Float64("ttft_percentile", l.Percentile), slog.Float64("ttft_ms", l.TTFTMillis),
+			slog.Float64("ttft_threshold_ms", l.ThresholdMillis), slog.Int("ttft_samples", l.Samples))
+	}
 	if id := traceid.From(ctx); id != "" {
 		attrs = append(attrs, slog.String("trace_id", id))
 	}
@@ -70,9 +77,15 @@ func (b *Breaker) snapshotLocked(t *target, now time.Time) Snapshot {
 	st, until := b.stateLocked(t, now)
 	c := b.estimateLocked(t, now)
 	snap := Snapshot{State: st, Requests: int(math.Round(c.total)), Failures: int(math.Round(c.failures)),
-		Consecutive: t.consecutive}
+		Consecutive: t.consecutive, Latency: b.latencySnapshotLocked(t, now)}
 	if st == Open {
 		snap.OpenUntil = until
+	}
+	if st != Closed {
+		snap.Reason = t.sh.reason
+		if t.loc.pending && (t.loc.openUntil.After(t.sh.openUntil) || !t.sh.open) {
+			snap.Reason = t.loc.reason
+		}
 	}
 	if c.total > 0 {
 		snap.ErrorRate = c.failures / c.total

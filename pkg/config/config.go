@@ -225,6 +225,28 @@ type BreakerSettings struct {
 	Cooldown            Duration `json:"cooldown,omitempty"`             // first open period (default 30s)
 	MaxCooldown         Duration `json:"max_cooldown,omitempty"`         // cap for doubling cooldowns (default 5m)
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty"`     // probes admitted while half-open (default 1)
+	// Latency makes the breaker latency-aware: a target whose time to
+	// first token is too often too slow is skipped too. Off when nil.
+	Latency *LatencySettings `json:"latency,omitempty"`
+}
+
+// LatencySettings make a breaker skip a slow but healthy target: when, over
+// the rolling window and across instances, the Percentile of time to first
+// token exceeds Threshold (with at least MinRequests samples), the target
+// is opened for Cooldown and then probed like any open breaker (a probe
+// slower than Threshold reopens it).
+type LatencySettings struct {
+	// Percentile of time to first token that is compared (default 0.95).
+	Percentile float64 `json:"percentile,omitempty"`
+	// Threshold is the longest acceptable percentile (required).
+	Threshold Duration `json:"threshold"`
+	// MinRequests is the volume before the percentile counts (default 20).
+	MinRequests int `json:"min_requests,omitempty"`
+	// Window is the rolling window of samples (default 60s).
+	Window Duration `json:"window,omitempty"`
+	// Cooldown is how long a slow target is skipped before a probe
+	// (default 30s).
+	Cooldown Duration `json:"cooldown,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("10s").

@@ -29,6 +29,19 @@ func (b BreakerSettings) validate() error {
 			return errAt(at.Key(f.name), "%d must be at least 1", f.v)
 		}
 	}
+	if l := b.Latency; l != nil {
+		at := at.Key("latency")
+		switch {
+		case l.Threshold <= 0:
+			return errAt(at.Key("threshold"), "required: the longest acceptable time to first token at the percentile (e.g. %s)", show("5s"))
+		case l.Percentile <= 0 || l.Percentile >= 1:
+			return errAt(at.Key("percentile"), "%g is not in (0, 1) (0.95 is p95)", l.Percentile)
+		case l.MinRequests < 1:
+			return errAt(at.Key("min_requests"), "%d must be at least 1", l.MinRequests)
+		case l.Window < Duration(time.Second):
+			return errAt(at.Key("window"), "%s is shorter than 1s", l.Window.D())
+		}
+	}
 	return nil
 }
 

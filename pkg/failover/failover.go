@@ -197,7 +197,7 @@ attempts:
 		}
 		key, ok := r.Keys.Pick(step.Provider, step.Model)
 		if !ok {
-			done(breaker.Ignored)
+			done(breaker.Ignored, 0)
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
 			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
 		}
@@ -216,14 +216,22 @@ attempts:
 	return nil, last
 }
 
+// doneFunc tells the breaker an attempt's outcome and, for a committed
+// stream, its time to first token (0 otherwise).
+type doneFunc func(o breaker.Outcome, ttft time.Duration)
+
 // allow asks the breaker whether step may be tried, with the request's
 // context when the breaker takes one (its transition lines then carry the
-// request's trace id).
-func (r *Router) allow(ctx context.Context, step config.Step) (func(breaker.Outcome), error) {
+// request's trace id, and it learns times to first token).
+func (r *Router) allow(ctx context.Context, step config.Step) (doneFunc, error) {
 	if cg, ok := r.Breakers.(breaker.ContextGuard); ok {
 		return cg.AllowContext(ctx, step.ID, breaker.Force(step.Breaker))
 	}
-	return r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+	done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+	if err != nil {
+		return nil, err
+	}
+	return func(o breaker.Outcome, _ time.Duration) { done(o) }, nil
 }
 
 // endErr is the error for a request whose own context ended.
@@ -235,7 +243,7 @@ func endErr(ctx context.Context) error {
 }
 
 // attempt makes one call and reads up to the first content event.
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done doneFunc) (*Session, error) {
 	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
@@ -257,7 +265,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 			stream.Close()
 		}
 		ge, outcome := r.classify(ctx, actx, err, limit)
-		done(outcome)
+		done(outcome, 0)
 		rec.Latency = r.now().Sub(start)
 		rec.LatencyM = exchange.Millis(rec.Latency)
 		if ge == nil {
@@ -310,9 +318,13 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	rec.LatencyM = exchange.Millis(rec.Latency)
 	rec.Phase = ""
 	tr.Attempts = append(tr.Attempts, rec)
+	var ttft time.Duration
+	if rq.Stream {
+		ttft = max(rec.Latency, time.Nanosecond) // a whole body's latency is not a time to first token
+	}
 	return &Session{
 		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.WantsUsage, ended: ended,
+		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: ended,
 	}, nil
 }
 
