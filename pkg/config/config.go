@@ -81,11 +81,16 @@ type Provider struct {
 	APIs []string `json:"apis,omitempty"`
 }
 
-// Speaks reports whether the provider speaks a client API natively. An
-// openai-kind provider speaks chat unless APIs says otherwise.
+// Speaks reports whether the provider speaks a client API natively, so a
+// request on it passes through byte for byte. An openai-kind (or fake)
+// provider speaks chat unless APIs says otherwise; an anthropic provider
+// speaks messages.
 func (p *Provider) Speaks(api string) bool {
-	if len(p.APIs) == 0 {
-		return p.Kind == "openai" && api == "chat"
+	switch {
+	case p.Kind == "anthropic":
+		return api == "messages"
+	case len(p.APIs) == 0:
+		return (p.Kind == "openai" || p.Kind == "fake") && api == "chat"
 	}
 	return slices.Contains(p.APIs, api)
 }
@@ -203,6 +208,13 @@ type Policy struct {
 	// target at once (default false: a silent provider must not double the
 	// wait).
 	RetrySameTargetOnTimeout bool `json:"retry_same_target_on_timeout,omitempty"`
+	// TranslateWithout lists request features (by key: "thinking",
+	// "thinking_blocks", "context_management", "tools.defer_loading", ...)
+	// that a target which must translate the request may serve without:
+	// they are dropped on translation, and the response says so in
+	// x-gateway-dropped-features. By default nothing is dropped: such a
+	// target is skipped, and only a target speaking the client's API serves.
+	TranslateWithout []string `json:"translate_without,omitempty"`
 	// RetryAfterCap: a Retry-After up to this is waited out before retrying
 	// the same target; a longer one moves on at once (default 2s).
 	RetryAfterCap Duration `json:"retry_after_cap,omitempty"`

@@ -44,6 +44,9 @@ type Record struct {
 	// (CachedTokens > 0); set when the record is stored.
 	CacheHit  bool `json:"cache_hit,omitempty"`
 	Estimated bool `json:"tokens_estimated,omitempty"`
+	// DroppedFeatures lists the request features (keys) the serving target
+	// went without, as the route's translate_without allowed.
+	DroppedFeatures []string `json:"dropped_features,omitempty"`
 	// MalformedFrames counts upstream frames skipped as invalid JSON.
 	MalformedFrames int     `json:"malformed_frames,omitempty"`
 	CostUSD         float64 `json:"cost_usd,omitempty"`

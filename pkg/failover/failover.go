@@ -161,7 +161,9 @@ attempts:
 		if n == 1 {
 			r.Budget.Request(step.Provider)
 		} else {
-			if last.RetryAfter > pol.RetryAfterCap.D() {
+			keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
+			_, otherKey := r.Keys.Pick(step.Provider, step.Model)
+			if last.RetryAfter > pol.RetryAfterCap.D() && !(keyFault && otherKey) {
 				break // the provider asks for longer than we wait: move on
 			}
 			if last.Code == CodeFirstTokenTimeout && !pol.RetrySameTargetOnTimeout {
@@ -169,8 +171,8 @@ attempts:
 			}
 			wait := max(last.RetryAfter, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
 			switch {
-			case last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests:
-				if _, other := r.Keys.Pick(step.Provider, step.Model); other {
+			case keyFault:
+				if otherKey {
 					wait = 0 // the next attempt uses another key: no retry budget spent
 					break
 				}

@@ -52,6 +52,38 @@ type Encoder interface {
 	Fail(dst []byte, e *gwerr.Error, rid string, u exchange.TokenUsage) []byte
 }
 
+// Counter is implemented by an ingress whose API counts a request's input
+// tokens without generating (Anthropic's POST /v1/messages/count_tokens).
+// The front serves it at the registry entry's CountPaths: authenticated and
+// routed like a generation, with no limits, no failover and no usage
+// record.
+type Counter interface {
+	// DecodeCount validates a count request's body and fills req as Decode
+	// does.
+	DecodeCount(r *http.Request, body []byte, req *exchange.Request) error
+	// WriteCount answers with the count; estimated marks the gateway's own
+	// estimate (no upstream counted it).
+	WriteCount(w http.ResponseWriter, req *exchange.Request, tokens int, estimated bool) int
+}
+
+// Error codes the front sets that an ingress may answer with a status of
+// its own (Anthropic's 413 request_too_large, a 405).
+const (
+	// CodeMethodNotAllowed marks a request with the wrong HTTP method.
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeBodyTooLarge marks a body over server.max_body_bytes.
+	CodeBodyTooLarge = "body_too_large"
+)
+
+// Status is the HTTP status of an error in the OpenAI-style APIs: the
+// category's, except 405 for CodeMethodNotAllowed.
+func Status(e *gwerr.Error) int {
+	if e.Code == CodeMethodNotAllowed {
+		return http.StatusMethodNotAllowed
+	}
+	return e.Category.Status()
+}
+
 // SetErrorHeaders sets the headers every error response carries, whatever
 // the API: the gateway's error category and, when the client should wait,
 // Retry-After in whole seconds.

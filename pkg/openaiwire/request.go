@@ -223,6 +223,22 @@ func (t *ToolChoice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes the wire form: the mode as a string, or the function
+// object for a forced function.
+func (t ToolChoice) MarshalJSON() ([]byte, error) {
+	if t.Mode == "function" {
+		var v struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		v.Type, v.Function.Name = "function", t.Function
+		return json.Marshal(v)
+	}
+	return json.Marshal(t.Mode)
+}
+
 // ResponseFormat is response_format.
 type ResponseFormat struct {
 	Type       string          `json:"type"`

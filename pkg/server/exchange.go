@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,7 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 func (x *exchangeState) relay(sess *failover.Session) {
 	enc := x.in.NewEncoder(x.req)
 	x.setGatewayHeaders()
+	x.noteDropped()
 	h := x.w.Header()
 	h.Set("Content-Type", enc.ContentType())
 	stream := x.req.Stream
@@ -205,6 +207,29 @@ func (x *exchangeState) setGatewayHeaders() {
 	}
 }
 
+// noteDropped says which request features the serving target went without:
+// when it does not speak the client's API and the route's
+// translate_without let it drop some (the only way such a target serves a
+// request holding them), the response carries x-gateway-dropped-features
+// and the record lists them.
+func (x *exchangeState) noteDropped() {
+	req := x.req
+	p, ok := x.rt.cfg.Providers[req.Trace.Provider]
+	if !ok || len(req.Untranslated) == 0 || p.Speaks(string(req.API)) {
+		return
+	}
+	for _, f := range req.Untranslated {
+		k := f.Key
+		if k == "" {
+			k = exchange.FeatureKey(f.Param)
+		}
+		if !slices.Contains(x.rec.DroppedFeatures, k) {
+			x.rec.DroppedFeatures = append(x.rec.DroppedFeatures, k)
+		}
+	}
+	x.w.Header().Set("x-gateway-dropped-features", strings.Join(x.rec.DroppedFeatures, ","))
+}
+
 // fail answers with an error before anything was committed, in the
 // client API's own error shape.
 //
@@ -243,13 +268,13 @@ func (x *exchangeState) finish() {
 // readBody reads the whole body within the size limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwerr.Error) {
 	if r.ContentLength > limit {
-		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode("body_too_large")
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode(ingress.CodeBodyTooLarge)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode("body_too_large")
+			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode(ingress.CodeBodyTooLarge)
 		}
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body could not be read")
 	}

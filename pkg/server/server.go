@@ -1,5 +1,7 @@
-// Package server is the gateway's HTTP front: the OpenAI-compatible API
-// (POST /v1/chat/completions, GET /v1/models), GET /healthz, request ids,
+// Package server is the gateway's HTTP front: the client APIs of
+// pkg/ingress/registry (OpenAI Chat Completions, Anthropic Messages and its
+// count_tokens), GET /v1/models (in OpenAI's shape, or Anthropic's for
+// Anthropic clients), GET /healthz, request ids,
 // the per-request log line and usage record, and panic recovery. The same
 // http.Handler serves local mode (net/http) and Lambda (lambdaurl).
 package server
@@ -22,6 +24,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
@@ -96,8 +99,10 @@ type Handler struct {
 	log     *slog.Logger
 	budget  *retry.Budget
 	current atomic.Pointer[runtimeState]
-	// ingresses maps each POST path to the client API served there.
+	// ingresses maps each POST path to the client API served there;
+	// counters each token-count path to the API (an ingress.Counter).
 	ingresses map[string]ingress.Ingress
+	counters  map[string]ingress.Ingress
 }
 
 // runtimeState is everything derived from one config.
@@ -121,10 +126,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.ResolveKey == nil {
 		opts.ResolveKey = keyledger.Env
 	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{}}
+	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{},
+		counters: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
 		for _, p := range e.Paths {
 			h.ingresses[p] = e.Ingress
+		}
+		if _, ok := e.Ingress.(ingress.Counter); ok {
+			for _, p := range e.CountPaths {
+				h.counters[p] = e.Ingress
+			}
 		}
 	}
 	h.budget.Now = opts.Now
@@ -196,6 +207,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("traceparent", tc.Traceparent())
 	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
+	in, isIngress := h.ingresses[r.URL.Path]
+	counter, isCounter := h.counters[r.URL.Path]
+	shape := errorShape(r, in, counter)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -204,13 +218,13 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.String("trace_id", tc.TraceID),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeError(w, r, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeErrorIn(w, r, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, rid, http.MethodGet)
+			methodNotAllowed(w, r, nil, rid, http.MethodGet)
 			return
 		}
 		h.health(w, r)
@@ -218,22 +232,26 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeError(w, r, gwerr.As(err), rid)
+		writeErrorIn(w, r, shape, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
-	if in, ok := h.ingresses[r.URL.Path]; ok {
+	if isIngress || isCounter {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, rid, http.MethodPost)
+			methodNotAllowed(w, r, shape, rid, http.MethodPost)
 			return
 		}
-		h.serve(in, w, r, rid, tc)
+		if isIngress {
+			h.serve(in, w, r, rid, tc)
+		} else {
+			h.count(counter, w, r, rid)
+		}
 		return
 	}
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, rid, http.MethodGet)
+			methodNotAllowed(w, r, shape, rid, http.MethodGet)
 			return
 		}
 		h.models(w, r, rid)
@@ -246,15 +264,47 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.model(w, r, rid, m)
 			return
 		}
-		writeError(w, r, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
-func methodNotAllowed(w http.ResponseWriter, r *http.Request, rid, allow string) {
-	w.Header().Set("Allow", allow)
-	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode("method_not_allowed")
+// errorShape is the client API whose error shape the front uses before a
+// request reaches its pipeline (authentication, methods, unknown paths,
+// panics): the ingress of the path (or of its token-count path), else the
+// Anthropic shape for a client that sends Anthropic's headers, else nil
+// (the OpenAI shape).
+func errorShape(r *http.Request, in, counter ingress.Ingress) ingress.Ingress {
+	switch {
+	case in != nil:
+		return in
+	case counter != nil:
+		return counter
+	case anthropicClient(r):
+		return messages.Ingress{}
+	}
+	return nil
+}
+
+// anthropicClient reports whether a request comes from an Anthropic client
+// (it sends anthropic-version, or its key as x-api-key).
+func anthropicClient(r *http.Request) bool {
+	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
+}
+
+// writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
+// with the request's trace id.
+func writeErrorIn(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, e *gwerr.Error, rid string) int {
 	e.TraceID = traceid.From(r.Context())
-	chat.WriteError(w, e, rid, http.StatusMethodNotAllowed)
+	if shape == nil {
+		return writeError(w, e, rid)
+	}
+	return shape.WriteError(w, &exchange.Request{ID: rid, TraceID: e.TraceID}, e)
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, rid, allow string) {
+	w.Header().Set("Allow", allow)
+	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed)
+	writeErrorIn(w, r, shape, e, rid)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -313,10 +363,8 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 	return c, nil
 }
 
-// writeError writes an error outside any client API's pipeline (unknown
-// path, method, authentication, panic) in the OpenAI error shape, with the
-// request's trace id.
-func writeError(w http.ResponseWriter, r *http.Request, e *gwerr.Error, rid string) int {
-	e.TraceID = traceid.From(r.Context())
-	return chat.WriteError(w, e, rid, e.Category.Status())
+// writeError writes an error outside any client API's pipeline in the
+// OpenAI error shape (its TraceID set by the caller).
+func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
+	return chat.WriteError(w, e, rid, ingress.Status(e))
 }

@@ -6,7 +6,9 @@
 // A team key is "llmgw_" followed by 32 random bytes in base64url ([NewKey],
 // the scripts/newkey command). The config holds only its SHA-256 in hex.
 // Clients send the key as `Authorization: Bearer <key>`, which is what the
-// OpenAI SDKs send for api_key. The [Authenticator] hashes what it is sent,
+// OpenAI SDKs send for api_key (and Claude Code for ANTHROPIC_AUTH_TOKEN),
+// or as `x-api-key: <key>`, which is what the Anthropic SDKs send for
+// api_key (Claude Code for ANTHROPIC_API_KEY). The [Authenticator] hashes what it is sent,
 // looks the hash up in a map built from the config in force, and compares
 // the stored hash with crypto/subtle, so response timing says nothing about
 // how much of a guess was right. A missing, unknown or revoked key and a
@@ -65,7 +67,7 @@ func HashKey(key string) string { return teamkey.Hash(key) }
 // errUnauthenticated is the one answer to every authentication failure.
 func errUnauthenticated() *gwerr.Error {
 	return gwerr.New(gwerr.Authentication,
-		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key>").WithCode("invalid_api_key")
+		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key> or x-api-key: <key>").WithCode("invalid_api_key")
 }
 
 // Authenticator identifies callers by team key against the config in
@@ -124,7 +126,8 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 	return ix
 }
 
-// Authenticate identifies the caller of r; its signature is
+// Authenticate identifies the caller of r by the key in its Authorization
+// (Bearer) header, else its x-api-key header; its signature is
 // server.Authenticator. Every refusal is the same *gwerr.Error
 // (authentication, 401).
 func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
@@ -133,6 +136,9 @@ func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) 
 		return &exchange.Caller{}, nil
 	}
 	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		key, ok = plainKey(r.Header.Get("x-api-key"))
+	}
 	if !ok {
 		return a.refuse(r, "missing", "", "")
 	}
@@ -171,6 +177,15 @@ func bearer(h string) (string, bool) {
 		return "", false
 	}
 	return tok, true
+}
+
+// plainKey reads an "x-api-key: <key>" value.
+func plainKey(h string) (string, bool) {
+	k := strings.TrimSpace(h)
+	if k == "" || len(k) > maxKeyLen {
+		return "", false
+	}
+	return k, true
 }
 
 // UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer)

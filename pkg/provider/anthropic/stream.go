@@ -229,20 +229,8 @@ func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
 }
 
 func (t *streamTranslator) messageDelta() exchange.Event {
-	if u := t.ev.Usage; u != nil {
-		if u.OutputTokens != nil {
-			t.u.OutputTokens = *u.OutputTokens
-			t.gotDelta = true
-		}
-		if u.InputTokens != nil {
-			t.u.InputTokens = *u.InputTokens
-		}
-		if u.CacheReadInputTokens != nil {
-			t.u.CacheReadInputTokens = *u.CacheReadInputTokens
-		}
-		if u.CacheCreationInputTokens != nil {
-			t.u.CacheCreationInputTokens = *u.CacheCreationInputTokens
-		}
+	if mergeDeltaUsage(&t.u, t.ev.Usage) {
+		t.gotDelta = true
 	}
 	d := t.ev.Delta
 	if d == nil || d.StopReason == "" || t.finished {
@@ -250,6 +238,28 @@ func (t *streamTranslator) messageDelta() exchange.Event {
 	}
 	t.finished = true
 	return finishEvent(d.StopReason, d.StopSequence)
+}
+
+// mergeDeltaUsage applies a message_delta's cumulative usage to u and
+// reports whether it carried the final output_tokens.
+func mergeDeltaUsage(u *anthropicwire.Usage, d *anthropicwire.DeltaUsage) bool {
+	if d == nil {
+		return false
+	}
+	if d.InputTokens != nil {
+		u.InputTokens = *d.InputTokens
+	}
+	if d.CacheReadInputTokens != nil {
+		u.CacheReadInputTokens = *d.CacheReadInputTokens
+	}
+	if d.CacheCreationInputTokens != nil {
+		u.CacheCreationInputTokens = *d.CacheCreationInputTokens
+	}
+	if d.OutputTokens != nil {
+		u.OutputTokens = *d.OutputTokens
+		return true
+	}
+	return false
 }
 
 // finishEvent is the Finish event for a stop_reason and stop_sequence.
@@ -270,12 +280,20 @@ func tokenUsage(u anthropicwire.Usage) exchange.TokenUsage {
 
 // usage returns the figures counted so far.
 func (t *streamTranslator) usage() exchange.TokenUsage {
-	if !t.started {
-		return exchange.TokenUsage{Input: exchange.EstimateTokens(t.reqBytes), Output: exchange.EstimateTokens(t.chars), Estimated: true}
+	return streamUsage(t.started, t.gotDelta, t.u, t.reqBytes, t.chars)
+}
+
+// streamUsage is a stream's usage so far: the upstream's figures, with the
+// output estimated from the characters seen when the stream was cut
+// before message_delta (message_start's output count is a placeholder),
+// and everything estimated before message_start.
+func streamUsage(started, gotDelta bool, au anthropicwire.Usage, reqBytes, chars int) exchange.TokenUsage {
+	if !started {
+		return exchange.TokenUsage{Input: exchange.EstimateTokens(reqBytes), Output: exchange.EstimateTokens(chars), Estimated: true}
 	}
-	u := tokenUsage(t.u)
-	if !t.gotDelta { // cut before message_delta: the output count is message_start's placeholder
-		u.Output = max(u.Output, exchange.EstimateTokens(t.chars))
+	u := tokenUsage(au)
+	if !gotDelta {
+		u.Output = max(u.Output, exchange.EstimateTokens(chars))
 		u.Estimated = true
 	}
 	return u

@@ -57,7 +57,7 @@ func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provide
 		if err != nil {
 			return nil, err
 		}
-		out[id] = a
+		out[id] = nativeGuard{p: p, next: a}
 	}
 	return out, nil
 }
