@@ -22,16 +22,17 @@ type Variant struct {
 	MaxTokensCap                       int
 }
 
-// systemText is the text of the system message a variant adds to a
-// request that has none.
-func (v *Variant) systemText() string {
+// SystemText is the text of the system prompt a variant gives a request
+// that has none.
+func (v *Variant) SystemText() string {
 	if v.System != "" {
 		return v.System
 	}
 	return v.SystemPrefix + v.SystemSuffix
 }
 
-func (v *Variant) editsSystem() bool {
+// EditsSystem reports whether the variant changes the system prompt.
+func (v *Variant) EditsSystem() bool {
 	return v.System != "" || v.SystemPrefix != "" || v.SystemSuffix != ""
 }
 
@@ -44,7 +45,7 @@ func (r *ChatRequest) WithVariant(v *Variant) *ChatRequest {
 		return r
 	}
 	c := *r
-	if v.editsSystem() {
+	if v.EditsSystem() {
 		c.Messages = variantMessages(r.Messages, v)
 	}
 	if v.Temperature != nil {
@@ -75,7 +76,7 @@ func variantMessages(msgs []Message, v *Variant) []Message {
 		}
 	}
 	if len(sys) == 0 {
-		return append([]Message{{Role: "system", Content: Content{Text: v.systemText()}}}, msgs...)
+		return append([]Message{{Role: "system", Content: Content{Text: v.SystemText()}}}, msgs...)
 	}
 	out := make([]Message, 0, len(msgs))
 	for i, m := range msgs {
@@ -159,7 +160,7 @@ func applyVariant(body []byte, v *Variant) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hasMsgs && v.editsSystem() {
+	if hasMsgs && v.EditsSystem() {
 		edits = append(edits, systemEdits(body, msgs, v)...)
 	}
 	end := bytes.LastIndexByte(body, '}')
@@ -214,7 +215,7 @@ func systemEdits(body []byte, msgs member, v *Variant) []span {
 	})
 	open := skipSpace(body, msgs.start) + 1
 	if len(sys) == 0 {
-		msg := append([]byte(`{"role":"system","content":`), AppendJSONString(nil, v.systemText())...)
+		msg := append([]byte(`{"role":"system","content":`), AppendJSONString(nil, v.SystemText())...)
 		return []span{{open, open, append(msg, "},"...)}}
 	}
 	var edits []span

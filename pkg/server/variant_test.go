@@ -80,3 +80,51 @@ routes:
 		t.Errorf("variants %q %q", recs[0].Variant, recs[1].Variant)
 	}
 }
+
+// TestVariantOnMessagesPassthrough: an Anthropic Messages client served
+// by an Anthropic upstream gets the variant as byte-level edits of its own
+// body (the system blocks, temperature, max_tokens), everything else kept;
+// the upstream also receives the request's traceparent.
+func TestVariantOnMessagesPassthrough(t *testing.T) {
+	up := newUpstream(t, anthropicOK)
+	t.Setenv(msgKeyEnv, msgKey)
+	g := newGateway(t, fmt.Sprintf(`defaults: {attempts: 1}
+providers:
+  p0: {kind: anthropic, base_url: %q, keys: [{env: %s}]}
+routes:
+  claude:
+    targets:
+      - provider: p0
+        model: up-model-0
+        variant: {name: cc-v1, system_suffix: "Answer tersely.", temperature: 0.2, max_tokens_cap: 8192}
+`, up.URL, msgKeyEnv))
+	resp := g.postMessages(t, claudeCodeBody, "traceparent", clientTraceparent)
+	if out := readAll(t, resp.Body); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	want := strings.NewReplacer(`"model":"claude"`, `"model":"up-model-0"`,
+		`"cache_control":{"type":"ephemeral"}}],"tools"`, `"cache_control":{"type":"ephemeral"}},{"type":"text","text":"Answer tersely."}],"tools"`,
+		`"max_tokens":32000`, `"max_tokens":8192`,
+		`"stream":true}`, `"stream":true,"temperature":0.2}`).Replace(claudeCodeBody)
+	if got := string(up.body(0)); got != want {
+		t.Errorf("upstream body\n got %s\nwant %s", got, want)
+	}
+	if tp := up.header(0).Get("traceparent"); !strings.HasPrefix(tp, "00-"+clientTraceID+"-") {
+		t.Errorf("traceparent to the Anthropic upstream = %q", tp)
+	}
+	if recs := g.waitRecs(t, 1); recs[0].Variant != "cc-v1" || recs[0].TraceID != clientTraceID {
+		t.Errorf("record variant %q trace %q", recs[0].Variant, recs[0].TraceID)
+	}
+}
+
+// TestMessagesErrorBodyCarriesTheTraceID: the Anthropic error shape names
+// the trace id too.
+func TestMessagesErrorBodyCarriesTheTraceID(t *testing.T) {
+	up := newUpstream(t, anthropicOK)
+	g := newGateway(t, msgRoute(t, "", "anthropic="+up.URL))
+	resp := g.postMessages(t, `{"model":"nope","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "traceparent", clientTraceparent)
+	body := readAll(t, resp.Body)
+	if resp.StatusCode != 404 || !strings.Contains(body, `"trace_id":"`+clientTraceID+`"`) || !strings.HasPrefix(body, `{"type":"error"`) {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+}

@@ -248,6 +248,11 @@ func (t *translator) toolResult(p string, m openaiwire.Message, names map[string
 	if !ok {
 		return nil, t.invalid(p+".tool_call_id", "%s answers tool call %q, which no earlier assistant message made (Gemini needs the function's name)", p, m.ToolCallID)
 	}
+	for j, cp := range m.Content.Parts {
+		if cp.Type != "text" {
+			return nil, t.unsupported(fmt.Sprintf("%s.content[%d]", p, j), fmt.Sprintf("a %s part in a tool result (Gemini takes JSON results)", cp.Type))
+		}
+	}
 	text := m.Content.PlainText()
 	resp := json.RawMessage(bytes.TrimSpace([]byte(text)))
 	if len(resp) == 0 || resp[0] != '{' || !json.Valid(resp) {

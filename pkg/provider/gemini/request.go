@@ -43,7 +43,8 @@ import (
 // Rejected with invalid_request before any network call: n > 1, logprobs,
 // top_logprobs > 0, logit_bias, audio output (audio, modalities other than
 // text), parallel_tool_calls false (Gemini cannot be told to call one
-// function at a time), images at http(s) URLs other than the Files API
+// function at a time), anything but text in a tool result, images at
+// http(s) URLs other than the Files API
 // (Gemini does not fetch them), file parts without inline data, legacy
 // function calling, a schema keyword Gemini cannot express, and any
 // top-level field the translator does not know.
