@@ -110,6 +110,9 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
 			s.open(r, ctx, rq, depth)
+			if step.Variant != nil {
+				tr.Variant = step.Variant.Name
+			}
 			return s, nil
 		}
 		if errors.Is(err, ErrClientGone) {
@@ -191,14 +194,14 @@ attempts:
 				return nil, endErr(ctx)
 			}
 		}
-		done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+		done, err := r.allow(ctx, step)
 		if err != nil {
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, ok := r.Keys.Pick(step.Provider, step.Model)
 		if !ok {
-			done(breaker.Ignored)
+			done(breaker.Ignored, 0)
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
 			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
 		}
@@ -216,6 +219,24 @@ attempts:
 		}
 	}
 	return nil, last
+}
+
+// doneFunc tells the breaker an attempt's outcome and, for a committed
+// stream, its time to first token (0 otherwise).
+type doneFunc func(o breaker.Outcome, ttft time.Duration)
+
+// allow asks the breaker whether step may be tried, with the request's
+// context when the breaker takes one (its transition lines then carry the
+// request's trace id, and it learns times to first token).
+func (r *Router) allow(ctx context.Context, step config.Step) (doneFunc, error) {
+	if cg, ok := r.Breakers.(breaker.ContextGuard); ok {
+		return cg.AllowContext(ctx, step.ID, breaker.Force(step.Breaker))
+	}
+	done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+	if err != nil {
+		return nil, err
+	}
+	return func(o breaker.Outcome, _ time.Duration) { done(o) }, nil
 }
 
 // endErr is the error for a request whose own context ended.

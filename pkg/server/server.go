@@ -31,6 +31,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -218,7 +219,11 @@ func (h *Handler) UnresolvedKeys() int {
 // recover, and a panic there would kill the process.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
+	tc := traceid.FromRequest(r)
 	rw.Header().Set("x-request-id", rid)
+	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
+	rw.Header().Set("traceparent", tc.Traceparent())
+	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, isIngress := h.ingresses[r.URL.Path]
 	counter, isCounter := h.counters[r.URL.Path]
@@ -228,16 +233,16 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
+			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.String("trace_id", tc.TraceID),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeErrorIn(w, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeErrorIn(w, r, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, nil, rid, http.MethodGet)
+			methodNotAllowed(w, r, nil, rid, http.MethodGet)
 			return
 		}
 		h.health(w, r)
@@ -245,17 +250,17 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeErrorIn(w, shape, gwerr.As(err), rid)
+		writeErrorIn(w, r, shape, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
 	if isIngress || isCounter {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, shape, rid, http.MethodPost)
+			methodNotAllowed(w, r, shape, rid, http.MethodPost)
 			return
 		}
 		if isIngress {
-			h.serve(in, w, r, rid)
+			h.serve(in, w, r, rid, tc)
 		} else {
 			h.count(counter, w, r, rid)
 		}
@@ -264,7 +269,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, shape, rid, http.MethodGet)
+			methodNotAllowed(w, r, shape, rid, http.MethodGet)
 			return
 		}
 		h.models(w, r, rid)
@@ -277,7 +282,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.model(w, r, rid, m)
 			return
 		}
-		writeErrorIn(w, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
@@ -304,18 +309,20 @@ func anthropicClient(r *http.Request) bool {
 	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
 }
 
-// writeErrorIn writes e in shape's error format (nil: the OpenAI shape).
-func writeErrorIn(w http.ResponseWriter, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+// writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
+// with the request's trace id.
+func writeErrorIn(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+	e.TraceID = traceid.From(r.Context())
 	if shape == nil {
 		return writeError(w, e, rid)
 	}
-	return shape.WriteError(w, &exchange.Request{ID: rid}, e)
+	return shape.WriteError(w, &exchange.Request{ID: rid, TraceID: e.TraceID}, e)
 }
 
-func methodNotAllowed(w http.ResponseWriter, shape ingress.Ingress, rid, allow string) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, rid, allow string) {
 	w.Header().Set("Allow", allow)
 	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed)
-	writeErrorIn(w, shape, e, rid)
+	writeErrorIn(w, r, shape, e, rid)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -375,7 +382,7 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 }
 
 // writeError writes an error outside any client API's pipeline in the
-// OpenAI error shape.
+// OpenAI error shape (its TraceID set by the caller).
 func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
 	return chat.WriteError(w, e, rid, ingress.Status(e))
 }
