@@ -7,11 +7,15 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/cache"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/moderation"
+	"github.com/llmgw/llmgw/pkg/pacing"
+	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -26,7 +30,14 @@ type Gateway struct {
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
-	Roller  *usage.Roller
+	// Limiter enforces team limits with budget leases (given back on Close).
+	Limiter *teams.Limiter
+	// Recorder writes usage records (to its Spill when the store fails).
+	Recorder *usage.Recorder
+	// Budget is the retry budget, shared by every instance through the
+	// store.
+	Budget *retry.Budget
+	Roller *usage.Roller
 
 	records *asyncrecorder.Recorder // nil: records written synchronously
 	log     *slog.Logger
@@ -47,6 +58,10 @@ type BuildOptions struct {
 	// what is queued. Lambda leaves it off: there the record must be
 	// durable before the handler returns.
 	AsyncRecords bool
+	// Spill keeps the usage records the store did not take (local: a
+	// file next to the state; Lambda: the SQS queue). Nil: none, such
+	// records are logged as lost.
+	Spill usage.Spill
 }
 
 // Build assembles the gateway over st.
@@ -67,11 +82,15 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	// The server resolves the keys (skipping any that do not resolve) and
 	// hands them to the ledger (SetKeys) on every config it applies.
 	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
+	g.Budget = retry.NewSharedBudget(st, retry.SharedOptions{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
 	limiter := teams.NewLimiter(st, current, log)
+	g.Limiter = limiter
 	recorder := usage.NewRecorder(st, current, log)
+	recorder.Spill = o.Spill
+	g.Recorder = recorder
 	record := recorder.Record
 	if o.AsyncRecords {
 		g.records = asyncrecorder.New(recorder, asyncrecorder.Options{})
@@ -90,9 +109,13 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
+		Budget:       g.Budget,
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
+		Pacing:       pacing.Pacer{},
+		Cache:        cache.New(st, cache.Options{Logger: log}),
+		Moderation:   &moderation.Moderator{Logger: log},
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			record(ctx, rec)
 			if o.Metrics != nil {
@@ -110,8 +133,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes (queued usage records first) and
-// closes the store.
+// Close finishes background writes (queued usage records first), gives
+// back the unspent budget leases and closes the store.
 func (g *Gateway) Close() error {
 	if g.records != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -122,7 +145,11 @@ func (g *Gateway) Close() error {
 		}
 	}
 	g.Breaker.Flush()
+	g.Budget.Flush()
 	g.Ledger.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.Limiter.Flush(ctx)
 	return g.Store.Close()
 }
 

@@ -28,7 +28,13 @@ type Config struct {
 	Prices map[string]Price `json:"prices,omitempty"`
 	Usage  UsageSettings    `json:"usage,omitempty"`
 
+	// Cache tunes the response cache (off unless a route or team enables it).
+	Cache CacheSettings `json:"cache,omitempty"`
+	// Moderation holds the moderation policies routes and teams name.
+	Moderation ModerationSettings `json:"moderation,omitempty"`
+
 	chains map[string][]Step // resolved at load, see Chain
+	bases  map[string]string // "provider/model" -> a target's base_model option
 }
 
 // Server holds listener-level settings.
@@ -41,21 +47,28 @@ type Server struct {
 	// stream is ended with a timeout error event, so the client is always
 	// told (default 2s). On Lambda the deadline is the invocation's.
 	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+	// ClientIdleTimeout is how long one write to a client may stay blocked
+	// (the client reads nothing) before the client is dropped: its upstream
+	// is cancelled and its usage recorded (default 30s).
+	ClientIdleTimeout Duration `json:"client_idle_timeout,omitempty"`
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
 type Provider struct {
-	// Kind is openai, anthropic, bedrock or fake.
+	// Kind is openai, anthropic, bedrock, gemini or fake.
 	Kind string `json:"kind"`
-	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai) or
-	// https://api.anthropic.com (anthropic). A query string (Azure's
-	// api-version) is kept on every call.
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai),
+	// https://api.anthropic.com (anthropic) or
+	// https://generativelanguage.googleapis.com/v1beta (gemini, the
+	// default). A query string (Azure's api-version) is kept on every call.
 	BaseURL string `json:"base_url,omitempty"`
 	// Keys are references to secrets, tried in priority order. Keys are never
 	// written inline: a reference whose variable is unset is skipped.
 	Keys []KeyRef `json:"keys,omitempty"`
 	// AuthHeader names the header that carries the key: "authorization"
-	// (Bearer, the default for openai), "api-key" (Azure) or "x-api-key".
+	// (Bearer, the default for openai), "api-key" (Azure), "x-api-key"
+	// (the default for anthropic) or "x-goog-api-key" (the default for
+	// gemini).
 	AuthHeader string `json:"auth_header,omitempty"`
 	// Headers are extra, non-secret headers sent on every call.
 	Headers map[string]string `json:"headers,omitempty"`
@@ -129,6 +142,14 @@ type Route struct {
 	Targets []Target `json:"targets"`
 	// Policy overrides the config's defaults for this route.
 	Policy
+	// Pacing is the route's default pacing profile (instant, fast, steady
+	// or slow; "" unpaced), for requests that select none.
+	Pacing string `json:"pacing,omitempty"`
+	// Cache opts the route in to (or out of) the response cache.
+	Cache *RouteCache `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the route
+	// is checked under (moderation.policies).
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a
@@ -147,6 +168,43 @@ type Target struct {
 	// Breaker forces this target's breaker: "open" (skip it) or "closed"
 	// (always try it), for incidents. Empty means automatic.
 	Breaker string `json:"breaker,omitempty"`
+	// Prefill declares that this target continues a final assistant
+	// message instead of answering anew (assistant prefill: Anthropic and
+	// Claude on Bedrock do): only such targets are asked to continue a cut
+	// stream (routes with continuation on).
+	Prefill bool `json:"prefill,omitempty"`
+	// Variant adapts the prompt and parameters to this target's model,
+	// applied only when this target serves.
+	Variant *Variant `json:"variant,omitempty"`
+	// Options holds kind-specific settings of this target. Bedrock:
+	// prompt_caching ("on" or "off": overrides the adapter's table of
+	// models that support cache points) and base_model (the model an
+	// application inference profile or provisioned-model ARN runs, for
+	// prices and that table).
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// Variant is a per-target prompt variant: a system prompt override, prefix
+// or suffix, and parameter overrides, applied to the request only when
+// that target serves it (on every client API; passthrough bodies are
+// edited byte by byte). Its name is recorded on the usage record.
+type Variant struct {
+	// Name identifies the variant in usage records and logs. Required.
+	Name string `json:"name"`
+	// System replaces the system prompt: every system and developer
+	// message gives way to one system message with this text.
+	System string `json:"system,omitempty"`
+	// SystemPrefix is put before the first system message's text, and
+	// SystemSuffix after the last one's (as they are: include any
+	// separator). Without a system message, they become one.
+	SystemPrefix string `json:"system_prefix,omitempty"`
+	SystemSuffix string `json:"system_suffix,omitempty"`
+	// Temperature and TopP replace the client's values.
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	// MaxTokensCap caps the output tokens: a larger client limit is
+	// lowered to it, and a request without one gets it.
+	MaxTokensCap int `json:"max_tokens_cap,omitempty"`
 }
 
 // Policy governs retries, fallbacks, timeouts and breakers. Zero fields take
@@ -190,6 +248,14 @@ type Policy struct {
 	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
 	RetryBudget      float64 `json:"retry_budget,omitempty"`
 	MinRetriesPerMin int     `json:"min_retries_per_minute,omitempty"`
+	// HeadBuffer (opt-in) holds the first tokens of a stream before
+	// committing it, so that a failure inside the window fails over
+	// invisibly (default none: commit at the first content).
+	HeadBuffer *HeadBuffer `json:"head_buffer,omitempty"`
+	// Continuation (opt-in) continues a stream that died after its first
+	// token on the next target that declares prefill, spliced into the
+	// same response (default false: the client gets the typed error).
+	Continuation *bool `json:"continuation,omitempty"`
 }
 
 // BreakerSettings tunes the circuit breakers, one per target.
@@ -201,6 +267,28 @@ type BreakerSettings struct {
 	Cooldown            Duration `json:"cooldown,omitempty"`             // first open period (default 30s)
 	MaxCooldown         Duration `json:"max_cooldown,omitempty"`         // cap for doubling cooldowns (default 5m)
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty"`     // probes admitted while half-open (default 1)
+	// Latency makes the breaker latency-aware: a target whose time to
+	// first token is too often too slow is skipped too. Off when nil.
+	Latency *LatencySettings `json:"latency,omitempty"`
+}
+
+// LatencySettings make a breaker skip a slow but healthy target: when, over
+// the rolling window and across instances, the Percentile of time to first
+// token exceeds Threshold (with at least MinRequests samples), the target
+// is opened for Cooldown and then probed like any open breaker (a probe
+// slower than Threshold reopens it).
+type LatencySettings struct {
+	// Percentile of time to first token that is compared (default 0.95).
+	Percentile float64 `json:"percentile,omitempty"`
+	// Threshold is the longest acceptable percentile (required).
+	Threshold Duration `json:"threshold"`
+	// MinRequests is the volume before the percentile counts (default 20).
+	MinRequests int `json:"min_requests,omitempty"`
+	// Window is the rolling window of samples (default 60s).
+	Window Duration `json:"window,omitempty"`
+	// Cooldown is how long a slow target is skipped before a probe
+	// (default 30s).
+	Cooldown Duration `json:"cooldown,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("10s").

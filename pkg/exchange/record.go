@@ -8,8 +8,10 @@ import (
 // Record is the metadata of one client request: one per request, whatever
 // its outcome. Prompt and completion text never enter a record.
 type Record struct {
-	RequestID string    `json:"request_id"`
-	Time      time.Time `json:"time"`
+	RequestID string `json:"request_id"`
+	// TraceID is the request's W3C trace id (exchange.Request.TraceID).
+	TraceID string    `json:"trace_id,omitempty"`
+	Time    time.Time `json:"time"`
 	// API is the client API the request arrived on.
 	API API `json:"api,omitempty"`
 	// Team is the caller's team ("anonymous" once stored, for callers
@@ -21,12 +23,19 @@ type Record struct {
 	Route         string    `json:"route,omitempty"`
 	Target        string    `json:"target,omitempty"`   // provider/model that served
 	Provider      string    `json:"provider,omitempty"` // its provider id
+	Variant       string    `json:"variant,omitempty"`  // its prompt variant, if any
 	Attempts      []Attempt `json:"attempts,omitempty"`
 	FallbackDepth int       `json:"fallback_depth"`
 	// Outcome is "ok", an error category, or "client_cancelled".
-	Outcome       string  `json:"outcome"`
-	Status        int     `json:"status"`
-	Stream        bool    `json:"stream"`
+	Outcome string `json:"outcome"`
+	// ClientDropped is set when the gateway dropped a client that stopped
+	// reading (outcome client_cancelled): a write stayed blocked past
+	// server.client_idle_timeout.
+	ClientDropped bool `json:"client_dropped,omitempty"`
+	Status        int  `json:"status"`
+	Stream        bool `json:"stream"`
+	// Pacing is the pacing profile the response was released at.
+	Pacing        string  `json:"pacing,omitempty"`
 	TTFTMillis    float64 `json:"ttft_ms,omitempty"`
 	LatencyMillis float64 `json:"latency_ms"`
 	// InputTokens counts every prompt token, cached or not (cache reads
@@ -47,11 +56,22 @@ type Record struct {
 	// MalformedFrames counts upstream frames skipped as invalid JSON.
 	MalformedFrames int     `json:"malformed_frames,omitempty"`
 	CostUSD         float64 `json:"cost_usd,omitempty"`
+	// ResponseCache is the response cache's verdict: "hit" (served from
+	// the cache: no upstream call, no tokens, cost 0), "miss", "bypass"
+	// (the client asked for a fresh answer), or "" when the request was
+	// not cacheable. Distinct from CacheHit, the provider's prompt cache.
+	ResponseCache string `json:"response_cache,omitempty"`
+	// SavedCostUSD is, on a hit, what the cached answer cost when it was
+	// generated (its tokens at today's prices).
+	SavedCostUSD float64 `json:"saved_cost_usd,omitempty"`
+	// ContinuedBy lists the targets that continued the stream after its
+	// target (Target) was cut; the tokens are every attempt's sum.
+	ContinuedBy []string `json:"continued_by,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.
 func NewRecord(r *Request) Record {
-	return Record{RequestID: r.ID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
+	return Record{RequestID: r.ID, TraceID: r.TraceID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
 }
 
 // Fill copies what the request learned on its way (caller, route, tag,
@@ -61,9 +81,10 @@ func (rec *Record) Fill(r *Request) {
 		rec.Team, rec.KeyID = r.Caller.Team, r.Caller.KeyID
 	}
 	rec.Route, rec.Tag, rec.Stream = r.Route, r.Tag, r.Stream
-	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
+	rec.Target, rec.Provider, rec.Variant = r.Trace.Target, r.Trace.Provider, r.Trace.Variant
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
+	rec.ContinuedBy = r.Trace.Continued
 }
 
 // SetUsage copies an attempt's token counts into the record.

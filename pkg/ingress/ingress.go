@@ -84,6 +84,17 @@ func Status(e *gwerr.Error) int {
 	return e.Category.Status()
 }
 
+// RawDecoder is implemented by an ingress that can read its own API's
+// upstream frames (Raw events: bytes an upstream of the same API sent,
+// relayed untouched) back into canonical events. The response cache stores
+// canonical events, and the pacer weighs raw frames by the text they carry.
+// ok is false when a frame carries something the canonical events cannot
+// represent (several choices, log probabilities, a refusal, ...): such a
+// response is relayed as it is but not cached.
+type RawDecoder interface {
+	DecodeRaw(dst []exchange.Event, ev *exchange.Event) (out []exchange.Event, ok bool)
+}
+
 // SetErrorHeaders sets the headers every error response carries, whatever
 // the API: the gateway's error category and, when the client should wait,
 // Retry-After in whole seconds.

@@ -44,16 +44,20 @@ func Write(log *slog.Logger, r *http.Request, rec *exchange.Record) {
 // attrs are the line's attributes, in order.
 func attrs(clientIP string, rec *exchange.Record) []slog.Attr {
 	return []slog.Attr{
-		slog.String("request_id", rec.RequestID), slog.String("api", string(rec.API)), slog.String("route", rec.Route),
+		slog.String("request_id", rec.RequestID), slog.String("trace_id", rec.TraceID),
+		slog.String("api", string(rec.API)), slog.String("route", rec.Route),
 		slog.String("client_ip", clientIP),
 		slog.String("team", rec.Team), slog.String("tag", rec.Tag),
 		slog.Bool("stream", rec.Stream), slog.Int("status", rec.Status), slog.String("outcome", rec.Outcome),
-		slog.String("provider", rec.Provider), slog.String("target", rec.Target),
+		slog.String("provider", rec.Provider), slog.String("target", rec.Target), slog.String("variant", rec.Variant),
 		slog.Any("attempts", rec.Attempts), slog.Int("fallback_depth", rec.FallbackDepth),
 		slog.Float64("ttft_ms", rec.TTFTMillis), slog.Float64("latency_ms", rec.LatencyMillis),
 		slog.Int("tokens_in", rec.InputTokens), slog.Int("tokens_out", rec.OutputTokens),
 		slog.Int("tokens_cached", rec.CachedTokens), slog.Bool("tokens_estimated", rec.Estimated),
 		slog.Float64("cost_usd", rec.CostUSD), slog.Int("malformed_frames", rec.MalformedFrames),
+		slog.Bool("client_dropped", rec.ClientDropped), slog.String("response_cache", rec.ResponseCache),
+		slog.Float64("saved_cost_usd", rec.SavedCostUSD), slog.String("pacing", rec.Pacing),
+		slog.Any("continued_by", rec.ContinuedBy),
 	}
 }
 
@@ -61,7 +65,7 @@ func attrs(clientIP string, rec *exchange.Record) []slog.Attr {
 // error text for the others; the encoder leaves those lines to slog).
 func finite(rec *exchange.Record) bool {
 	ok := func(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
-	if !ok(rec.TTFTMillis) || !ok(rec.LatencyMillis) || !ok(rec.CostUSD) {
+	if !ok(rec.TTFTMillis) || !ok(rec.LatencyMillis) || !ok(rec.CostUSD) || !ok(rec.SavedCostUSD) {
 		return false
 	}
 	for i := range rec.Attempts {
@@ -157,6 +161,7 @@ func AppendRequestLine(b []byte, now time.Time, level slog.Level, clientIP strin
 	b = append(b, level.String()...)
 	b = append(b, `","msg":"request"`...)
 	b = str(b, "request_id", rec.RequestID)
+	b = str(b, "trace_id", rec.TraceID)
 	b = str(b, "api", string(rec.API))
 	b = str(b, "route", rec.Route)
 	b = str(b, "client_ip", clientIP)
@@ -167,6 +172,7 @@ func AppendRequestLine(b []byte, now time.Time, level slog.Level, clientIP strin
 	b = str(b, "outcome", rec.Outcome)
 	b = str(b, "provider", rec.Provider)
 	b = str(b, "target", rec.Target)
+	b = str(b, "variant", rec.Variant)
 	b = append(b, `,"attempts":`...)
 	b = appendAttempts(b, rec.Attempts)
 	b = integer(b, "fallback_depth", rec.FallbackDepth)
@@ -178,6 +184,23 @@ func AppendRequestLine(b []byte, now time.Time, level slog.Level, clientIP strin
 	b = boolean(b, "tokens_estimated", rec.Estimated)
 	b = float(b, "cost_usd", rec.CostUSD)
 	b = integer(b, "malformed_frames", rec.MalformedFrames)
+	b = boolean(b, "client_dropped", rec.ClientDropped)
+	b = str(b, "response_cache", rec.ResponseCache)
+	b = float(b, "saved_cost_usd", rec.SavedCostUSD)
+	b = str(b, "pacing", rec.Pacing)
+	b = append(b, `,"continued_by":`...)
+	if rec.ContinuedBy == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, t := range rec.ContinuedBy {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, t, true)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}', '\n')
 }
 
@@ -215,8 +238,23 @@ func appendAttempts(b []byte, as []exchange.Attempt) []byte {
 			b = append(b, `,"skipped":`...)
 			b = appendJSONString(b, a.Skipped, true)
 		}
+		if a.Continues {
+			b = append(b, `,"continues":true`...)
+		}
 		b = append(b, `,"latency_ms":`...)
 		b = appendFloat(b, a.LatencyM)
+		if a.Stage != "" {
+			b = append(b, `,"stage":`...)
+			b = appendJSONString(b, a.Stage, true)
+		}
+		if a.InputTokens != 0 {
+			b = append(b, `,"input_tokens":`...)
+			b = strconv.AppendInt(b, int64(a.InputTokens), 10)
+		}
+		if a.OutputTokens != 0 {
+			b = append(b, `,"output_tokens":`...)
+			b = strconv.AppendInt(b, int64(a.OutputTokens), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

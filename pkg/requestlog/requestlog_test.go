@@ -40,11 +40,14 @@ func records() []*exchange.Record {
 			TTFTMillis: 0.3, LatencyMillis: 1.25, InputTokens: 10, OutputTokens: 20, CachedTokens: 3, Estimated: true, CostUSD: 1.5e-7},
 		{RequestID: weird, API: exchange.API(weird), Route: weird, Team: weird, Tag: weird, Status: 502, Outcome: weird,
 			Provider: weird, Target: weird, Attempts: []exchange.Attempt{
-				{Target: weird, Key: weird, Status: 503, Category: gwerr.Category(weird), Phase: weird, Skipped: weird, LatencyM: 1e21},
+				{Target: weird, Key: weird, Status: 503, Category: gwerr.Category(weird), Phase: weird, Skipped: weird, LatencyM: 1e21,
+					Continues: true, Stage: weird, InputTokens: 7, OutputTokens: -2},
 				{Target: "b", LatencyM: -0.0000001},
 				{},
-			}, FallbackDepth: 2, TTFTMillis: 123456789.125, LatencyMillis: 1e-9, CostUSD: 12345678901234567890123.0, MalformedFrames: 4},
-		{RequestID: "x", Attempts: []exchange.Attempt{}, LatencyMillis: math.SmallestNonzeroFloat64, CostUSD: math.MaxFloat64},
+			}, FallbackDepth: 2, TTFTMillis: 123456789.125, LatencyMillis: 1e-9, CostUSD: 12345678901234567890123.0, MalformedFrames: 4,
+			TraceID: weird, Variant: weird, ClientDropped: true, ResponseCache: weird, SavedCostUSD: 3.25e-5, Pacing: weird,
+			ContinuedBy: []string{weird, "b/m"}},
+		{RequestID: "x", Attempts: []exchange.Attempt{}, ContinuedBy: []string{}, LatencyMillis: math.SmallestNonzeroFloat64, CostUSD: math.MaxFloat64},
 	}
 }
 
@@ -89,7 +92,8 @@ func FuzzFastPathIsByteForByteSlog(f *testing.F) {
 	now := time.Date(2026, 12, 1, 10, 45, 1, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s1, s2, s3 string, fl float64, status int) {
 		rec := &exchange.Record{RequestID: s1, Route: s2, Team: s3, Tag: s1 + s2, Status: status, LatencyMillis: fl,
-			Attempts: []exchange.Attempt{{Target: s2, Key: s3, Category: gwerr.Category(s1), LatencyM: fl}}}
+			Attempts: []exchange.Attempt{{Target: s2, Key: s3, Category: gwerr.Category(s1), LatencyM: fl, Stage: s3}},
+			TraceID: s3, Variant: s1, ResponseCache: s2, Pacing: s3, SavedCostUSD: fl, ContinuedBy: []string{s1, s2}}
 		if math.IsInf(fl, 0) || math.IsNaN(fl) {
 			return
 		}

@@ -30,7 +30,9 @@ import (
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/requestlog"
 	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -80,11 +82,25 @@ type Options struct {
 	// authentication; the caller is in the request context
 	// (exchange.CallerFrom).
 	Extra map[string]http.Handler
+	// Budget caps retries per provider (nil: a retry.Budget of this
+	// process only). pkg/app gives every instance one budget shared
+	// through the store (retry.NewSharedBudget).
+	Budget *retry.Budget
 	// Admit enforces limits and budgets before spend (nil: none).
 	Admit Admitter
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Moderation checks requests (and, by policy, answers) before anything
+	// is generated or sent (moderation.Moderator); nil: no moderation,
+	// whatever the config's policies say.
+	Moderation stage.Moderation
+	// Cache answers repeated requests from stored answers (cache.Cache);
+	// nil: no response cache.
+	Cache stage.Cache
+	// Pacing releases streamed text at a selected profile's rate
+	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
+	Pacing stage.Pacing
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests
@@ -126,7 +142,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.ResolveKey == nil {
 		opts.ResolveKey = keyledger.Env
 	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{},
+	if opts.Budget == nil {
+		opts.Budget = retry.NewBudget()
+		opts.Budget.Now = opts.Now
+	}
+	h := &Handler{opts: opts, log: opts.Logger, budget: opts.Budget, ingresses: map[string]ingress.Ingress{},
 		counters: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
 		for _, p := range e.Paths {
@@ -138,7 +158,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 			}
 		}
 	}
-	h.budget.Now = opts.Now
 	if h.opts.Breakers == nil || h.opts.Keys == nil {
 		// State of this process only: nothing to share it with, nothing
 		// to keep after exit.
@@ -201,7 +220,11 @@ func (h *Handler) UnresolvedKeys() int {
 // recover, and a panic there would kill the process.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
+	tc := traceid.FromRequest(r)
 	rw.Header().Set("x-request-id", rid)
+	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
+	rw.Header().Set("traceparent", tc.Traceparent())
+	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, isIngress := h.ingresses[r.URL.Path]
 	counter, isCounter := h.counters[r.URL.Path]
@@ -211,16 +234,16 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
+			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.String("trace_id", tc.TraceID),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeErrorIn(w, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeErrorIn(w, r, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, nil, rid, http.MethodGet)
+			methodNotAllowed(w, r, nil, rid, http.MethodGet)
 			return
 		}
 		h.health(w, r)
@@ -228,17 +251,17 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeErrorIn(w, shape, gwerr.As(err), rid)
+		writeErrorIn(w, r, shape, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
 	if isIngress || isCounter {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, shape, rid, http.MethodPost)
+			methodNotAllowed(w, r, shape, rid, http.MethodPost)
 			return
 		}
 		if isIngress {
-			h.serve(in, w, r, rid)
+			h.serve(in, w, r, rid, tc)
 		} else {
 			h.count(counter, w, r, rid)
 		}
@@ -247,7 +270,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, shape, rid, http.MethodGet)
+			methodNotAllowed(w, r, shape, rid, http.MethodGet)
 			return
 		}
 		h.models(w, r, rid)
@@ -260,7 +283,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.model(w, r, rid, m)
 			return
 		}
-		writeErrorIn(w, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
@@ -287,18 +310,20 @@ func anthropicClient(r *http.Request) bool {
 	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
 }
 
-// writeErrorIn writes e in shape's error format (nil: the OpenAI shape).
-func writeErrorIn(w http.ResponseWriter, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+// writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
+// with the request's trace id.
+func writeErrorIn(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+	e.TraceID = traceid.From(r.Context())
 	if shape == nil {
 		return writeError(w, e, rid)
 	}
-	return shape.WriteError(w, &exchange.Request{ID: rid}, e)
+	return shape.WriteError(w, &exchange.Request{ID: rid, TraceID: e.TraceID}, e)
 }
 
-func methodNotAllowed(w http.ResponseWriter, shape ingress.Ingress, rid, allow string) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, rid, allow string) {
 	w.Header().Set("Allow", allow)
 	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed)
-	writeErrorIn(w, shape, e, rid)
+	writeErrorIn(w, r, shape, e, rid)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -358,7 +383,7 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 }
 
 // writeError writes an error outside any client API's pipeline in the
-// OpenAI error shape.
+// OpenAI error shape (its TraceID set by the caller).
 func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
 	return chat.WriteError(w, e, rid, ingress.Status(e))
 }

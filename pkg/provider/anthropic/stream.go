@@ -32,6 +32,8 @@ import (
 //	                                  Stop: stop_reason, StopSequence: stop_sequence}
 //	message_stop                   -> Usage (the stream's final figures), then io.EOF
 //	error                          -> provider.InBandError with the error's type
+//	any other frame whose data is not JSON -> nothing: skipped and counted
+//	                                  (exchange.Trace.MalformedFrames)
 //
 // Deltas with empty text, partial_json, thinking or signature carry nothing
 // and give no event. Text, reasoning and arguments point into the read
@@ -304,6 +306,10 @@ type sseStream struct {
 	body io.ReadCloser
 	r    *sse.Reader
 	t    streamTranslator
+	// malformed counts the frames skipped as invalid JSON; trace, when
+	// set, is the request's trace, which counts them too.
+	malformed int
+	trace     *exchange.Trace
 }
 
 func newSSEStream(prov string, body io.ReadCloser, reqBytes int, created int64) *sseStream {
@@ -330,6 +336,15 @@ func (s *sseStream) Next() (exchange.Event, error) {
 			return exchange.Event{}, provider.Interrupted(s.t.prov, "broke off", err)
 		}
 		if len(f.Data) == 0 && len(f.Event) == 0 {
+			continue
+		}
+		if len(f.Data) > 0 && string(f.Event) != anthropicwire.EventError && !gjson.ValidBytes(f.Data) {
+			// A malformed frame is never translated: skip it, count it, and
+			// keep the stream if it otherwise completes (message_stop).
+			s.malformed++
+			if s.trace != nil {
+				s.trace.MalformedFrames++
+			}
 			continue
 		}
 		ev, err := s.t.event(f.Event, f.Data)

@@ -72,14 +72,14 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
 }
 
-// translateRequest turns a request's canonical form (rq.Chat) into a
+// translateRequest turns a request's canonical form req (provider.Call.Chat:
+// rq.Chat with the target's variant) into a
 // Converse request for model. maxTokens is the output limit when the
 // client gives none: the target's default lowered to the admitted cap
 // (provider.Call.MaxTokens). target ("provider/model") names the target in
 // errors. Every feature Converse cannot honour is refused here, before any
 // call.
-func translateRequest(rq *exchange.Request, model string, maxTokens int, target string) (*request, error) {
-	req := rq.Chat
+func translateRequest(rq *exchange.Request, req *openaiwire.ChatRequest, model string, maxTokens int, target string) (*request, error) {
 	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
 		return nil, err
 	}
@@ -222,6 +222,14 @@ func toolConfig(req *openaiwire.ChatRequest, hasToolBlocks bool, target string) 
 	mode := ""
 	if req.ToolChoice != nil {
 		mode = req.ToolChoice.Mode
+		if !req.ToolChoice.Known() {
+			return nil, unsupported(target, "tool_choice", fmt.Sprintf("tool_choice type %q", mode), "")
+		}
+	}
+	for i := range req.Tools {
+		if typ := req.Tools[i].Type; typ != "function" {
+			return nil, unsupported(target, fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q", typ), "")
+		}
 	}
 	if mode == "none" {
 		if hasToolBlocks && len(req.Tools) > 0 {

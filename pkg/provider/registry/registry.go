@@ -16,7 +16,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/anthropic"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
+	"github.com/llmgw/llmgw/pkg/provider/gemini"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
+	"github.com/llmgw/llmgw/pkg/provider/rechunk"
 )
 
 // Factory builds the adapter for one configured provider.
@@ -32,6 +34,9 @@ var Factories = map[string]Factory{
 	},
 	"anthropic": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return anthropic.New(id, p, HTTPClient(p))
+	},
+	"gemini": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
+		return gemini.New(id, p, HTTPClient(p))
 	},
 	"fake": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		fp := *p
@@ -60,13 +65,15 @@ func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provide
 
 // HTTPClient returns a client tuned for one upstream: pooled keep-alive
 // connections, a connect timeout from config and no total timeout (streams
-// are bounded by the failover engine's phase timeouts).
+// are bounded by the failover engine's phase timeouts). Its HTTP/1.1
+// connections hand over every byte of a chunked body as it arrives, even
+// when the upstream stalls inside a chunk (pkg/provider/rechunk).
 func HTTPClient(p *config.Provider) *http.Client {
 	connect := p.ConnectTimeout.D()
 	if connect == 0 {
 		connect = 5 * time.Second
 	}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: rechunk.Wrap(&http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   connect,
@@ -75,5 +82,5 @@ func HTTPClient(p *config.Provider) *http.Client {
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
-	}}
+	})}
 }
