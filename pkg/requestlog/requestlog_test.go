@@ -93,7 +93,7 @@ func FuzzFastPathIsByteForByteSlog(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s1, s2, s3 string, fl float64, status int) {
 		rec := &exchange.Record{RequestID: s1, Route: s2, Team: s3, Tag: s1 + s2, Status: status, LatencyMillis: fl,
 			Attempts: []exchange.Attempt{{Target: s2, Key: s3, Category: gwerr.Category(s1), LatencyM: fl, Stage: s3}},
-			TraceID: s3, Variant: s1, ResponseCache: s2, Pacing: s3, SavedCostUSD: fl, ContinuedBy: []string{s1, s2}}
+			TraceID:  s3, Variant: s1, ResponseCache: s2, Pacing: s3, SavedCostUSD: fl, ContinuedBy: []string{s1, s2}}
 		if math.IsInf(fl, 0) || math.IsNaN(fl) {
 			return
 		}
