@@ -52,6 +52,29 @@ type Encoder interface {
 	Fail(dst []byte, e *gwerr.Error, rid string, u exchange.TokenUsage) []byte
 }
 
+// Error codes the front sets that an ingress answers with a status of its
+// own rather than its category's.
+const (
+	// CodeMethodNotAllowed marks a request with the wrong HTTP method (405).
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeUnsupportedMediaType marks a body whose Content-Type is not JSON
+	// (415).
+	CodeUnsupportedMediaType = "unsupported_media_type"
+)
+
+// Status is the HTTP status of an error in the OpenAI-style APIs: the
+// category's, except 405 for CodeMethodNotAllowed and 415 for
+// CodeUnsupportedMediaType.
+func Status(e *gwerr.Error) int {
+	switch e.Code {
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	}
+	return e.Category.Status()
+}
+
 // SetErrorHeaders sets the headers every error response carries, whatever
 // the API: the gateway's error category and, when the client should wait,
 // Retry-After in whole seconds.

@@ -407,6 +407,14 @@ func (r *ChatRequest) validate(lim Limits) error {
 		if t.Function.Name == "" {
 			return bad(fmt.Sprintf("tools[%d].function.name", i), "tools[%d].function.name is required", i)
 		}
+		if err := checkFunctionName(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name); err != nil {
+			return err
+		}
+	}
+	if r.ToolChoice != nil && r.ToolChoice.Mode == "function" {
+		if err := checkFunctionName("tool_choice.function.name", r.ToolChoice.Function); err != nil {
+			return err
+		}
 	}
 	if r.ToolChoice != nil && r.ToolChoice.Mode == "function" && !r.hasTool(r.ToolChoice.Function) {
 		return bad("tool_choice", "tool_choice names function %q, which is not in tools", r.ToolChoice.Function)

@@ -34,6 +34,7 @@ func TestBadInputGetsClear4xxAndNoUpstreamCall(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, g.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
 			for i := 0; i+1 < len(tc.hdr); i += 2 {
 				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 			}

@@ -46,7 +46,7 @@ func (Ingress) NewEncoder(req *exchange.Request) ingress.Encoder {
 
 // WriteError implements ingress.Ingress: the OpenAI error envelope.
 func (Ingress) WriteError(w http.ResponseWriter, req *exchange.Request, e *gwerr.Error) int {
-	return WriteError(w, e, req.ID, e.Category.Status())
+	return WriteError(w, e, req.ID, ingress.Status(e))
 }
 
 // WriteError writes e in the OpenAI error shape with the given status. The
