@@ -37,6 +37,10 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// ExternalCORS leaves CORS to the platform (Lambda: the Function URL,
+	// configured by the stack from the seeded server.cors); see
+	// server.Options.ExternalCORS.
+	ExternalCORS bool
 }
 
 // Build assembles the gateway over st.
@@ -78,6 +82,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
+		ExternalCORS: o.ExternalCORS,
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {

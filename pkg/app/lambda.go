@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +19,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
 // LambdaEnv is the Lambda function's configuration, from its environment
@@ -81,15 +82,19 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 // keyRetryPeriods refresh periods while the rest serves.
 func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
-	bo := BuildOptions{Logger: log, Metrics: emf}
-	so := StoreOptions{Kind: "dynamodb", Table: env.Table}
+	// The Function URL answers CORS preflights and adds the CORS headers.
+	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true}
+	var st store.Store
 	if env.Table == "" {
+		// In memory, not a file at a fixed path: two local runs of the
+		// bootstrap (lambdainvoke, tests) must not share or lock one file.
 		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
-		so = StoreOptions{Kind: "embedded", StatePath: filepath.Join(os.TempDir(), "llmgw-state.db")}
-	}
-	st, _, err := OpenStore(ctx, so)
-	if err != nil {
-		return nil, err
+		st = embedded.OpenMemory()
+	} else {
+		var err error
+		if st, _, err = OpenStore(ctx, StoreOptions{Kind: "dynamodb", Table: env.Table}); err != nil {
+			return nil, err
+		}
 	}
 	if env.ConfigPath == "" {
 		cfg, err := LoadConfig(env.ConfigFile)

@@ -41,6 +41,9 @@ type Server struct {
 	// stream is ended with a timeout error event, so the client is always
 	// told (default 2s). On Lambda the deadline is the invocation's.
 	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+	// CORS lets pages on the listed web origins call the gateway from a
+	// browser (off by default).
+	CORS CORS `json:"cors,omitempty"`
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.

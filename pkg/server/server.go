@@ -81,6 +81,14 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// ExternalCORS says CORS is handled in front of the handler (Lambda:
+	// the Function URL answers preflights and adds the Access-Control
+	// headers, configured by the stack from the seeded server.cors). The
+	// handler then adds no CORS headers, since browsers refuse a response
+	// with two Access-Control-Allow-Origin headers, and refuses any
+	// preflight that reaches it. Otherwise the handler applies the config's
+	// server.cors itself (local mode).
+	ExternalCORS bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests
@@ -203,9 +211,26 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	if h.cors(w, r, rid) {
+		return
+	}
+	if _, post := h.ingresses[r.URL.Path]; r.Method == http.MethodHead && !post {
+		hw := &headWriter{ResponseWriter: w}
+		get := r.WithContext(r.Context())
+		get.Method = http.MethodGet
+		h.route(hw, get, rid)
+		hw.finish()
+		return
+	}
+	h.route(w, r, rid)
+}
+
+// route serves a request by its path. HEAD requests for every path that
+// is not a client API's arrive here as GET, through a headWriter.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string) {
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, http.MethodGet)
+			methodNotAllowed(w, rid, getMethods)
 			return
 		}
 		h.health(w, r)
@@ -228,7 +253,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, http.MethodGet)
+			methodNotAllowed(w, rid, getMethods)
 			return
 		}
 		h.models(w, r, rid)
@@ -244,6 +269,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeError(w, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
+
+// getMethods is the Allow header of the paths that answer GET (and HEAD).
+const getMethods = "GET, HEAD"
 
 func methodNotAllowed(w http.ResponseWriter, rid, allow string) {
 	w.Header().Set("Allow", allow)
