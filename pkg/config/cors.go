@@ -126,3 +126,19 @@ func headerToken(s string) bool {
 	}
 	return true
 }
+
+// ParseCORS reads only server.cors from a config document, with the
+// defaults and validation Parse gives it, for a tool that configures the
+// same CORS in front of the gateway (the stack: the Function URL's CORS,
+// from the seeded config). The document may be one part of a merged config
+// (no providers or routes); it must still be free of unknown fields. Its
+// errors are *Error, as Parse's.
+func ParseCORS(b []byte) (CORS, error) {
+	c, err := decode(b)
+	if err == nil {
+		if err = c.Server.CORS.prepare(); err == nil {
+			return c.Server.CORS, nil
+		}
+	}
+	return CORS{}, explain(b, err)
+}

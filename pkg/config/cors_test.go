@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +56,20 @@ func TestCORSConfig(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%q:\n got %v\nwant %s", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestParseCORS reads server.cors alone, as Parse would, from a document
+// that is not a whole config.
+func TestParseCORS(t *testing.T) {
+	c, err := ParseCORS([]byte("teams: {}\nserver:\n  cors: {allow_origins: [https://a.example.com], max_age: 5m}\n"))
+	if err != nil || !c.AllowsOrigin("https://a.example.com") || c.MaxAge.D() != 5*time.Minute || !slices.Equal(c.AllowHeaders, DefaultCORSHeaders()) {
+		t.Errorf("%+v %v", c, err)
+	}
+	if c, err := ParseCORS([]byte("teams: {}\n")); err != nil || c.Enabled() {
+		t.Errorf("no server.cors: %+v %v", c, err)
+	}
+	if _, err := ParseCORS([]byte("server:\n  cors: {allow_origins: [\"*\"]}\n")); err == nil || !strings.Contains(err.Error(), "server.cors.allow_origins[0]") || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("error %v", err)
 	}
 }
