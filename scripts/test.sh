@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
+# This run's own scratch directory: concurrent runs never share a path.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-test.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
 echo "== installing test dependencies"
 go mod download
 if [ ! -x node_modules/.bin/dynalite ] && [ ! -f node_modules/dynalite/cli.js ]; then
@@ -32,8 +36,8 @@ if [ "${SHORT:-}" = "" ]; then
   FUZZTIME="${FUZZTIME:-3s}" ./scripts/fuzz.sh
 
   echo "== benchmark harness (smoke mode: keeps it from rotting; figures are not published)"
-  SMOKE=1 ./scripts/bench.sh > /tmp/llmgw-bench-smoke.log 2>&1 || { tail -50 /tmp/llmgw-bench-smoke.log; exit 1; }
-  tail -3 /tmp/llmgw-bench-smoke.log
+  SMOKE=1 ./scripts/bench.sh > "$scratch/bench-smoke.log" 2>&1 || { tail -50 "$scratch/bench-smoke.log"; exit 1; }
+  tail -3 "$scratch/bench-smoke.log"
 
   echo "== go test (CDK stack synthesis, cdk-nag)"
   go test -count=1 -timeout 30m ./infra/...
