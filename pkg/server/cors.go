@@ -35,7 +35,11 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string) bool 
 	c := h.current.Load().cfg.Server.CORS
 	if h.opts.ExternalCORS || !c.Enabled() {
 		if preflight {
-			h.refusePreflight(w, r, rid, "cross-origin requests are not enabled on this gateway (server.cors)")
+			why := "cross-origin requests are not enabled on this gateway (server.cors)"
+			if h.opts.ExternalCORS {
+				why = "CORS is answered in front of the gateway (on AWS: the Function URL, set from server.cors of the seed config), which has none"
+			}
+			h.refusePreflight(w, r, rid, why)
 			return true
 		}
 		return false

@@ -1,6 +1,7 @@
 // Package server is the gateway's HTTP front: the OpenAI-compatible API
-// (POST /v1/chat/completions, GET /v1/models), GET /healthz, request ids,
-// the per-request log line and usage record, and panic recovery. The same
+// (POST /v1/chat/completions, GET /v1/models), GET /healthz (HEAD wherever
+// GET works), CORS (server.cors), request ids, the Content-Type check, the
+// per-request log line and usage record, and panic recovery. The same
 // http.Handler serves local mode (net/http) and Lambda (lambdaurl).
 package server
 
