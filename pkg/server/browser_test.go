@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,8 +77,11 @@ func TestBrowserCallsTheGatewayCrossOrigin(t *testing.T) {
 	browser := chromium(t)
 	up := newUpstream(t, okHandler)
 	results := make(chan string, 1)
-	var page *httptest.Server
-	page = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The page's text needs the gateways' addresses, which need the page's
+	// origin: it is stored once they are known (atomically: the race
+	// detector cannot see that the browser asks only after).
+	var pageScript atomic.Value
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/result" {
 			b, _ := io.ReadAll(r.Body)
 			select {
@@ -87,7 +91,7 @@ func TestBrowserCallsTheGatewayCrossOrigin(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, pageScript)
+		io.WriteString(w, pageScript.Load().(string))
 	}))
 	defer page.Close()
 	auth := func(o *server.Options) {
@@ -102,7 +106,7 @@ func TestBrowserCallsTheGatewayCrossOrigin(t *testing.T) {
 	// The refused gateway is local mode without team keys: it serves any
 	// caller, the case a web page could abuse.
 	refused := newGateway(t, "server: {cors: {allow_origins: [https://elsewhere.example.com]}}\n"+oneRoute("", up.URL))
-	pageScript = strings.NewReplacer("ALLOWED", `"`+allowed.URL+`"`, "REFUSED", `"`+refused.URL+`"`).Replace(browserPage)
+	pageScript.Store(strings.NewReplacer("ALLOWED", `"`+allowed.URL+`"`, "REFUSED", `"`+refused.URL+`"`).Replace(browserPage))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -148,6 +152,3 @@ func TestBrowserCallsTheGatewayCrossOrigin(t *testing.T) {
 		t.Errorf("the refused gateway logged no refused preflight: %s", refused.logs.String())
 	}
 }
-
-// pageScript is browserPage with the gateways' addresses.
-var pageScript string
