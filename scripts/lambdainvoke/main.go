@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/cmdhelp"
@@ -76,7 +78,12 @@ func main() {
 		if *key == "" {
 			*key = os.Getenv(envKey)
 		}
-		err = run(*event, *cfg, *key, *timeout)
+		// Ctrl-C, a closed pipe (| head) or a kill end the run through its
+		// deferred cleanup (the bootstrap, the temp dir), not around it.
+		signal.Ignore(syscall.SIGPIPE)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = run(ctx, *event, *cfg, *key, *timeout)
+		stop()
 	}
 	if code := cmdhelp.ExitCode(err); code != 0 {
 		fmt.Fprintln(os.Stderr, "lambdainvoke:", err)
@@ -84,7 +91,7 @@ func main() {
 	}
 }
 
-func run(eventFile, cfg, key string, timeout time.Duration) error {
+func run(ctx context.Context, eventFile, cfg, key string, timeout time.Duration) error {
 	ev, err := os.ReadFile(eventFile)
 	if err != nil {
 		return err
@@ -106,7 +113,7 @@ func run(eventFile, cfg, key string, timeout time.Duration) error {
 		}
 	}
 	bin := filepath.Join(dir, "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bin, "./functions/gateway")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-o", bin, "./functions/gateway")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build: %w", err)
@@ -124,7 +131,7 @@ func run(eventFile, cfg, key string, timeout time.Duration) error {
 		return err
 	}
 	defer func() { fn.Process.Kill(); fn.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
 	resp, err := rt.Invoke(ctx, ev, time.Now().Add(timeout))
 	if err != nil {

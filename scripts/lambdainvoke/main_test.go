@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -58,5 +60,36 @@ func TestDemoWithTeamMatchesTheKeySent(t *testing.T) {
 	if err := json.Unmarshal(out, &doc); err != nil || doc.Headers["authorization"] != "Bearer "+key ||
 		doc.Headers["content-type"] != "application/json" || !strings.Contains(doc.Body, `"model":"demo"`) {
 		t.Errorf("event %s (%v)", out, err)
+	}
+}
+
+// TestClosedPipeStillCleansUp: `lambdainvoke | head -1` closes the pipe
+// after the status line; the command still stops its bootstrap and
+// removes its temp dir (a closed stdout no longer kills it outright).
+func TestClosedPipeStillCleansUp(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(exe)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CMDHELPTEST_ARGS=[]", "TMPDIR="+tmp)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	out.Close()
+	cmd.Wait()
+	if line != "HTTP 200\n" {
+		t.Fatalf("first line %q (%v)", line, err)
+	}
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		t.Errorf("left in the temp dir: %s", e.Name())
 	}
 }
