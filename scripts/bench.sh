@@ -197,6 +197,7 @@ if [ -n "$SMOKE" ]; then
 	FAIL=(-rounds 1 -n 10 -warmup 2)
 	STORE_N=(-n 10 -warmup 2 -settle 300ms)
 	BENCHTIME=-benchtime=100x
+	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
 else
 	LAT=(-rounds 10 -n 500 -warmup 200)
@@ -208,6 +209,7 @@ else
 	FAIL=(-rounds 5 -n 300 -warmup 50)
 	STORE_N=(-n 300 -warmup 50 -settle 1s)
 	BENCHTIME=
+	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
 fi
 
@@ -388,6 +390,10 @@ stage_gobench() {
 		# The server package once more on its own, with a CPU profile of its benchmarks.
 		go test -run '^$' -bench . -benchmem $BENCHTIME -timeout 15m \
 			-cpuprofile "$WORK/server.cpu" -o "$WORK/server.test" ./pkg/server
+		# One team with every limit set (six budget items), paced at 1,000 req/s and flat out, over
+		# dynalite: DynamoDB writes per request and per item per second with budget leases.
+		echo "# go test -run '^\$' -bench BenchmarkHotTeam $HOT_BENCHTIME ./pkg/teams"
+		go test -run '^$' -bench BenchmarkHotTeam $HOT_BENCHTIME -timeout 15m ./pkg/teams
 	} 2>&1 | tee "$RAW/gobench.txt"
 	go tool pprof -top -nodecount=40 "$WORK/server.test" "$WORK/server.cpu" >"$RAW/pprof_server_bench.txt" 2>/dev/null
 	# Where the SSE relay allocates, if it does: every allocation sampled

@@ -3,8 +3,9 @@
 # need (Go modules, dynalite from npm for the DynamoDB tests, the jsii runtime
 # comes with node for the CDK tests), then vet, the race-enabled test suite
 # (soak and 1,000-stream tests in their short mode), a short fuzz run of every
-# fuzz target, a smoke run of the benchmark harness, and the CDK synthesis
-# and cdk-nag tests.
+# fuzz target, a smoke run of the benchmark harness, the real Codex CLI, AI
+# SDK and Agents SDK against the gateway (scripts/agents), and the CDK
+# synthesis and cdk-nag tests.
 #
 # Usage: ./scripts/test.sh          (everything)
 #        SHORT=1 ./scripts/test.sh  (only vet and the Go test suite)
@@ -38,6 +39,10 @@ if [ "${SHORT:-}" = "" ]; then
   echo "== benchmark harness (smoke mode: keeps it from rotting; figures are not published)"
   SMOKE=1 ./scripts/bench.sh > "$scratch/bench-smoke.log" 2>&1 || { tail -50 "$scratch/bench-smoke.log"; exit 1; }
   tail -3 "$scratch/bench-smoke.log"
+
+  echo "== real clients against the gateway (Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
+  ./scripts/agents/check.sh > "$scratch/agents.log" 2>&1 || { tail -80 "$scratch/agents.log"; exit 1; }
+  grep -E '^(--- |ok)|skipping:|using codex' "$scratch/agents.log"
 
   echo "== go test (CDK stack synthesis, cdk-nag)"
   go test -count=1 -timeout 30m ./infra/...

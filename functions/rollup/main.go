@@ -16,6 +16,11 @@
 // yesterday; daily (the close) the two days before today. The table is
 // $LLMGW_TABLE; the config comes from loadConfig. -h prints all of this
 // (usagecli.RollupHelp).
+//
+// Every run first drains the usage spill into the table - on Lambda the SQS
+// queue $LLMGW_USAGE_QUEUE, locally the spill file next to the state
+// (-spill) - and recomputes from the earliest day it drained, so the totals
+// are exact once the store is back.
 package main
 
 import (
@@ -30,6 +35,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/llmgw/llmgw/pkg/cmdhelp"
 	"github.com/llmgw/llmgw/pkg/config"
@@ -38,6 +45,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/usage/sqsspill"
 	"github.com/llmgw/llmgw/pkg/usage/usagecli"
 )
 
@@ -69,8 +77,12 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	from := fs.String("from", "", "first UTC day YYYY-MM-DD (default: yesterday)")
 	to := fs.String("to", "", "last UTC day YYYY-MM-DD, included (default: today)")
 	mode := fs.String("mode", "", "hourly or daily: the scheduled window instead of -from/-to")
+	spillPath := fs.String("spill", "", "usage spill file to drain into the store first (default: "+deployment.SpillFileName+" next to -state)")
 	if err := usagecli.RollupHelp.Parse(fs, args, os.Stdout); err != nil {
 		return err // flag.ErrHelp after -h: exit 0
+	}
+	if *spillPath == "" {
+		*spillPath = usage.DefaultSpillFile(sf.State)
 	}
 	cfg, err := loadConfig(ctx, *cfgPath, os.Getenv)
 	if err != nil {
@@ -98,10 +110,30 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 			return err
 		}
 	}
+	drained, derr := drain(ctx, st, cfg, usage.NewFileSpill(*spillPath), log)
+	if !drained.Earliest.IsZero() && drained.Earliest.Before(lo) {
+		lo = drained.Earliest
+	}
 	sum, err := r.Run(ctx, lo, hi)
 	out, _ := json.MarshalIndent(sum, "", "  ")
 	fmt.Println(string(out))
-	return err
+	return errors.Join(derr, err)
+}
+
+// drain writes the spilled usage records into st before a rollup (see the
+// package comment).
+func drain(ctx context.Context, st store.Putter, cfg *config.Config, spill usage.Spill, log *slog.Logger) (usage.DrainSummary, error) {
+	rec := usage.NewRecorder(st, func() *config.Config { return cfg }, log)
+	rec.Spill = spill
+	sum, err := rec.Drain(ctx)
+	if err != nil {
+		log.Error("usage spill not fully drained; the rest waits for the next run", slog.Int("drained", sum.Records), slog.Any("error", err))
+		return sum, fmt.Errorf("rollup: drain the usage spill: %w", err)
+	}
+	if sum.Records > 0 {
+		log.Info("usage spill drained", slog.Int("records", sum.Records), slog.String("earliest", store.Day(sum.Earliest)))
+	}
+	return sum, nil
 }
 
 func dayRange(from, to string, now time.Time) (lo, hi time.Time, err error) {
@@ -175,6 +207,7 @@ func parseEvent(raw json.RawMessage, now time.Time) (usage.Mode, time.Time, erro
 func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
 	emf := &metrics.EMF{W: os.Stdout, Stage: getenv(deployment.EnvStage)}
 	var st store.Store
+	var queue usage.Spill
 	return func(ctx context.Context, raw json.RawMessage) (usage.RunSummary, error) {
 		sum, err := func() (usage.RunSummary, error) {
 			mode, at, err := parseEvent(raw, time.Now())
@@ -196,14 +229,33 @@ func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx contex
 				}
 				st = dynamo.New(client, table)
 			}
+			from, to, _ := mode.Window(at)
+			var derr error
+			if url := getenv(deployment.EnvUsageQueue); url != "" {
+				if queue == nil {
+					awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+					if err != nil {
+						return usage.RunSummary{}, fmt.Errorf("rollup: aws config: %w", err)
+					}
+					queue = sqsspill.New(sqs.NewFromConfig(awsCfg), url)
+				}
+				// Half the invocation's time at most: the rollup needs the rest.
+				dctx, cancel := drainContext(ctx)
+				drained, err := drain(dctx, st, cfg, queue, log)
+				cancel()
+				derr = err
+				if !drained.Earliest.IsZero() && drained.Earliest.Before(from) {
+					from = drained.Earliest
+				}
+			}
 			r := usage.NewRoller(st, func() *config.Config { return cfg })
 			r.Log = log
 			if d, ok := ctx.Deadline(); ok {
 				r.QueryTimeout = max(time.Until(d)-5*time.Second, time.Second)
 			}
-			from, to, _ := mode.Window(at)
 			log.Info("rollup", slog.String("mode", string(mode)), slog.String("from", store.Day(from)), slog.String("to", store.Day(to)))
-			return r.Run(ctx, from, to)
+			sum, err := r.Run(ctx, from, to)
+			return sum, errors.Join(derr, err)
 		}()
 		if err != nil {
 			emf.Count(deployment.MetricRollupFailures, float64(max(sum.Failed, 1)))
@@ -213,4 +265,14 @@ func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx contex
 		log.Info("rollup done", slog.Any("summary", sum))
 		return sum, nil
 	}
+}
+
+// drainContext bounds a drain to half of ctx's remaining time (no bound
+// without a deadline).
+func drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(d)/2)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/llmgw/llmgw/pkg/cmdhelp/cmdhelptest"
 	"github.com/llmgw/llmgw/pkg/config"
@@ -22,7 +26,13 @@ import (
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/store/storetest"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/usage/sqsspill"
+	"github.com/llmgw/llmgw/pkg/usage/sqsspill/sqstest"
+	"github.com/llmgw/llmgw/pkg/usage/usagetest"
 )
+
+// downTable is a table that is down: what the gateway saw when it spilled.
+type downTable struct{ usagetest.Down }
 
 func readEvent(t *testing.T, name string) json.RawMessage {
 	t.Helper()
@@ -107,6 +117,12 @@ func TestLocalRunOnTheEmbeddedFile(t *testing.T) {
 	d1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	writeRecords(t, s, cfg, d1, d1.AddDate(0, 0, 1), d1.AddDate(0, 0, 5))
 	s.Close()
+	// Two records the store did not take, in the spill file next to it.
+	spiller := usage.NewRecorder(downTable{}, func() *config.Config { return cfg }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	spiller.Spill = usage.NewFileSpill(usage.DefaultSpillFile(state))
+	for i := 0; i < 2; i++ {
+		spiller.Record(context.Background(), &exchange.Record{RequestID: fmt.Sprintf("req_spilled_%d", i), Time: d1.AddDate(0, 0, 9), Team: "ads", Outcome: "ok", CostUSD: 0.5})
+	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := runLocal(context.Background(), []string{"-state", state, "-config", cfgFile, "-from", "2026-11-01", "-to", "2026-11-30"}, log); err != nil {
@@ -121,7 +137,7 @@ func TestLocalRunOnTheEmbeddedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Teams) != 3 || rep.Total.Requests != 9 || rep.Total.CostUSD != 4.5 || len(rep.Teams[0].Days) != 3 {
+	if len(rep.Teams) != 3 || rep.Total.Requests != 9+2 || rep.Total.CostUSD != 5.5 || len(rep.Teams[0].Days) != 3+1 {
 		t.Fatalf("report %+v", rep)
 	}
 	if err := runLocal(context.Background(), []string{"-state", filepath.Join(dir, "nope.db")}, log); err == nil {
@@ -147,12 +163,16 @@ func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	ssm := ssmtest.New()
 	defer ssm.Close()
 	ssm.Put(deployment.ConfigPath("test")+"00-base", "String", testConfig)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SSM": ssm.URL, "AWS_REGION": "us-east-1",
+	queue := sqstest.New()
+	defer queue.Close()
+	qurl := queue.QueueURL("usage-spill")
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SSM": ssm.URL, "AWS_ENDPOINT_URL_SQS": queue.URL, "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake",
 		"AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
 		t.Setenv(k, v)
 	}
-	env := map[string]string{deployment.EnvTable: table, deployment.EnvConfigPath: deployment.ConfigPath("test"), deployment.EnvStage: "test"}
+	env := map[string]string{deployment.EnvTable: table, deployment.EnvConfigPath: deployment.ConfigPath("test"), deployment.EnvStage: "test",
+		deployment.EnvUsageQueue: qurl}
 	if len(env) != len(deployment.RollupEnv()) {
 		t.Fatalf("the test sets %v; the stack sets %v", env, deployment.RollupEnv())
 	}
@@ -162,13 +182,29 @@ func TestLambdaHandlerOnDynamoDB(t *testing.T) {
 	d2 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	writeRecords(t, s, cfg, d2.AddDate(0, 0, -1), d2, d2.AddDate(0, 0, 1))
 
+	// Three records the table did not take, spilled to the queue by the
+	// gateway; one of a day before the hourly window.
+	spill := sqsspill.New(sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: &queue.URL,
+		Credentials: credentials.NewStaticCredentialsProvider("fake", "fake", "")}), qurl)
+	spilled := &downTable{}
+	spiller := usage.NewRecorder(spilled, func() *config.Config { return cfg }, nil)
+	spiller.Spill = spill
+	for i, at := range []time.Time{d2.Add(5 * time.Hour), d2.Add(6 * time.Hour), d2.AddDate(0, 0, -1).Add(time.Hour)} {
+		spiller.Record(context.Background(), &exchange.Record{RequestID: fmt.Sprintf("req_spilled_%d", i), Time: at, Team: "search", Outcome: "ok", CostUSD: 0.25})
+	}
+	if queue.Len(qurl) != 3 {
+		t.Fatalf("%d records spilled to the queue", queue.Len(qurl))
+	}
+
 	h := lambdaHandler(slog.New(slog.NewTextHandler(io.Discard, nil)), getenv)
 	sum, err := h(context.Background(), readEvent(t, "scheduled-hourly.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.From != "2026-11-02" || sum.To != "2026-11-03" || sum.Written != 6 || sum.Records != 6 {
-		t.Fatalf("summary %+v", sum)
+	// The drained day before the window (Nov 1) is recomputed too: 3 days
+	// x 3 teams, 6 + 3 written records... 9 team-days with records.
+	if sum.From != "2026-11-01" || sum.To != "2026-11-03" || sum.Written != 9 || sum.Records != 9+3 || queue.Len(qurl) != 0 {
+		t.Fatalf("summary %+v, %d messages left", sum, queue.Len(qurl))
 	}
 	if _, err := h(context.Background(), json.RawMessage(`{"mode":"monthly"}`)); err == nil {
 		t.Fatal("bad mode accepted")
@@ -194,7 +230,7 @@ func TestMain(m *testing.M) {
 // LLMGW_* variable the rollup reads, and exits 0.
 func TestHelp(t *testing.T) {
 	want := []string{"rollup - aggregate usage records", "Local:", "Lambda:", "AWS_LAMBDA_RUNTIME_API", `{"mode":"hourly"}`,
-		"-from", "-to", "-mode", "-config", "-store", "-state", "-table", "RollupFailures"}
+		"-from", "-to", "-mode", "-config", "-store", "-state", "-table", "-spill", "RollupFailures"}
 	cmdhelptest.CheckHelp(t, append(want, cmdhelptest.EnvNames(t, ".", "../../pkg/usage/usagecli")...)...)
 	if _, errOut, code := cmdhelptest.Run(t, nil, "-bogus"); code != 2 || !strings.Contains(errOut, "-bogus") {
 		t.Errorf("bad flag: exit %d, stderr %q", code, errOut)

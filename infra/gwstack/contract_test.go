@@ -46,6 +46,7 @@ func TestDeploymentContract(t *testing.T) {
 				deployment.EnvConfigPath:    deployment.ConfigPath(s.Stage),
 				deployment.EnvConfigRefresh: s.ConfigRefresh,
 				deployment.EnvStage:         s.Stage,
+				deployment.EnvUsageQueue:    map[string]interface{}{"Ref": f.logicalID(f.g.UsageQueue)},
 			}
 			for _, k := range got {
 				if !reflect.DeepEqual(vars[k], values[k]) {

@@ -41,9 +41,17 @@ var bedrockInvokeActions = []string{
 	"bedrock:InvokeModelWithResponseStream",
 }
 
-// grantTable allows actions on the table (and nothing else).
+// tableKeyActions use a customer-managed table key through DynamoDB.
+var tableKeyActions = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"}
+
+// grantTable allows actions on the table (and nothing else), and the use of
+// its customer-managed key when it has one.
 func (g *Gateway) grantTable(role awsiam.IRole, actions []string) {
 	g.Table.Grant(role, *jsii.Strings(actions...)...)
+	if g.TableKey != nil {
+		g.addStatement(role, "UseTableKey", tableKeyActions, []*string{g.TableKey.KeyArn()},
+			map[string]interface{}{"StringEquals": map[string]interface{}{"kms:ViaService": "dynamodb." + *g.Stack.Region() + ".amazonaws.com"}})
+	}
 }
 
 // paramARN returns the ARN of the SSM parameter (or path) name, which must

@@ -37,7 +37,12 @@ const (
 	CtxErrorRateThreshold         = "errorRateThreshold"
 	CtxAlarmMinRequests           = "alarmMinRequests"
 	CtxNag                        = "nag"
+	CtxTableKMSKey                = "tableKmsKey"
 )
+
+// TableKMSCreate, as the tableKmsKey context value, makes the stack create
+// a customer-managed KMS key (rotated yearly) for the table.
+const TableKMSCreate = "create"
 
 // CtxCORSAllowedOrigins is refused when it lists origins: CORS is
 // server.cors in the seed config, which configures both the gateway and its
@@ -108,6 +113,12 @@ type Settings struct {
 	AlarmMinRequests int
 	// Nag runs the cdk-nag AwsSolutions checks during synthesis of the app.
 	Nag bool
+	// TableKMSKey chooses the table's encryption key: "" for the
+	// AWS-managed key, TableKMSCreate for a customer-managed key the stack
+	// creates, or the ARN of an existing customer-managed key. The table
+	// holds usage records and, when a route enables the response cache,
+	// cached completions.
+	TableKMSKey string
 }
 
 // DefaultSettings returns the settings used when no context is given.
@@ -139,6 +150,8 @@ func (s Settings) ConfigPath() string { return deployment.ConfigPath(s.Stage) }
 func (s Settings) KeysPath() string { return deployment.KeysPath(s.Stage) }
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
+
+var kmsKeyARN = regexp.MustCompile(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`)
 
 // FromContext reads the settings from the CDK context of node (normally the
 // App), starting from DefaultSettings, and validates them. seedConfig is the
@@ -180,6 +193,7 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	c.float(CtxFallbackRateThreshold, &s.FallbackRateThresholdPct)
 	c.float(CtxErrorRateThreshold, &s.ErrorRateThresholdPct)
 	c.integer(CtxAlarmMinRequests, &s.AlarmMinRequests)
+	c.str(CtxTableKMSKey, &s.TableKMSKey)
 	if v, ok := c.raw(CtxNag); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -253,6 +267,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.AlarmTopicARN != "" && !strings.HasPrefix(s.AlarmTopicARN, "arn:") {
 		bad("alarmTopicArn %q: not an ARN", s.AlarmTopicARN)
+	}
+	if k := s.TableKMSKey; k != "" && k != TableKMSCreate && !kmsKeyARN.MatchString(k) {
+		bad("tableKmsKey %q: use %q or the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<id>)", k, TableKMSCreate)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid settings: %s", strings.Join(errs, "; "))

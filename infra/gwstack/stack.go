@@ -1,6 +1,7 @@
 // Package gwstack defines the CloudFormation stack of the LLM gateway: the
-// DynamoDB table, the gateway and rollup Lambda functions, the seeded SSM
-// configuration, least-privilege IAM, alarms and a dashboard.
+// DynamoDB table, the usage spill queue, the gateway and rollup Lambda
+// functions, the seeded SSM configuration, least-privilege IAM, alarms and
+// a dashboard.
 //
 // The stack is built from a Settings value (see FromContext); the CDK app in
 // infra/ and the synthesis tests both call New.
@@ -17,8 +18,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -33,6 +36,7 @@ const (
 	EnvConfigPath    = deployment.EnvConfigPath
 	EnvConfigRefresh = deployment.EnvConfigRefresh
 	EnvStage         = deployment.EnvStage
+	EnvUsageQueue    = deployment.EnvUsageQueue
 )
 
 // Gateway is the stack and the resources tests and callers may want to
@@ -44,12 +48,18 @@ type Gateway struct {
 	Settings Settings
 	// Table is the single DynamoDB table.
 	Table awsdynamodb.Table
+	// TableKey is the table's customer-managed KMS key (nil: the
+	// AWS-managed key), see Settings.TableKMSKey.
+	TableKey awskms.IKey
 	// GatewayFn serves the OpenAI-compatible API behind URL.
 	GatewayFn awslambda.Function
 	// URL is the gateway Function URL (RESPONSE_STREAM).
 	URL awslambda.FunctionUrl
 	// RollupFn aggregates usage on a schedule.
 	RollupFn awslambda.Function
+	// UsageQueue keeps the usage records the table did not take
+	// (deployment.EnvUsageQueue); UsageDLQ is its dead-letter queue.
+	UsageQueue, UsageDLQ awssqs.Queue
 	// GatewayLogs and RollupLogs are the functions' log groups.
 	GatewayLogs, RollupLogs awslogs.LogGroup
 	// ConfigParameters are the seeded configuration parameters, in name order.
@@ -119,10 +129,13 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 	// environment-agnostic), plus the seed config's and context's regions.
 	g.bedrockRegions = mergeRegions(*stack.Region(), regions, s.BedrockRegions)
 	g.addTable()
+	g.addUsageQueue()
 	g.addConfig()
 	g.addGateway()
 	g.addRollup()
+	g.grantUsageQueue()
 	g.addAlarms()
+	g.addQueueAlarms()
 	g.addDashboard()
 	g.addOutputs()
 	g.addNagSuppressions()
@@ -138,11 +151,11 @@ func (g *Gateway) removalPolicy() awscdk.RemovalPolicy {
 }
 
 // addTable defines the single table: partition and sort key strings and the
-// TTL attribute named by the deployment contract,
-// on-demand, PITR, AWS-managed KMS encryption. Retained tables also get
-// deletion protection.
+// TTL attribute named by the deployment contract, on-demand, PITR, KMS
+// encryption (the AWS-managed key, or a customer-managed one chosen by the
+// tableKmsKey context). Retained tables also get deletion protection.
 func (g *Gateway) addTable() {
-	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
+	props := &awsdynamodb.TableProps{
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrPK), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(deployment.AttrSK), Type: awsdynamodb.AttributeType_STRING},
 		TimeToLiveAttribute: jsii.String(deployment.AttrTTL),
@@ -153,7 +166,22 @@ func (g *Gateway) addTable() {
 		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
 		RemovalPolicy:      g.removalPolicy(),
 		DeletionProtection: jsii.Bool(g.Settings.RemovalPolicy == RemovalRetain),
-	})
+	}
+	switch k := g.Settings.TableKMSKey; k {
+	case "":
+	case TableKMSCreate:
+		g.TableKey = awskms.NewKey(g.Stack, jsii.String("TableKey"), &awskms.KeyProps{
+			Description:       jsii.String("llmgw " + g.Settings.Stage + " table: usage records, shared state, cached completions"),
+			EnableKeyRotation: jsii.Bool(true),
+			RemovalPolicy:     g.removalPolicy(),
+		})
+	default:
+		g.TableKey = awskms.Key_FromKeyArn(g.Stack, jsii.String("TableKey"), jsii.String(k))
+	}
+	if g.TableKey != nil {
+		props.Encryption, props.EncryptionKey = awsdynamodb.TableEncryption_CUSTOMER_MANAGED, g.TableKey
+	}
+	g.Table = awsdynamodb.NewTable(g.Stack, jsii.String("Table"), props)
 }
 
 // addConfig seeds the configuration parameters under the config path.
@@ -246,6 +274,8 @@ func (g *Gateway) environment(names []string) *map[string]*string {
 			env[n] = jsii.String(g.Settings.ConfigRefresh)
 		case deployment.EnvStage:
 			env[n] = jsii.String(g.Settings.Stage)
+		case deployment.EnvUsageQueue:
+			env[n] = g.UsageQueue.QueueUrl()
 		default:
 			panic("gwstack: no value for the function variable " + n + " (add it to environment)")
 		}
@@ -308,6 +338,7 @@ func (g *Gateway) addOutputs() {
 	out("GatewayFunctionName", *g.GatewayFn.FunctionName(), "Gateway Lambda function")
 	out("GatewayLogGroup", *g.GatewayLogs.LogGroupName(), "Gateway logs (aws logs tail <name> --follow)")
 	out("RollupLogGroup", *g.RollupLogs.LogGroupName(), "Rollup logs")
+	out("UsageQueueUrl", *g.UsageQueue.QueueUrl(), "SQS queue of usage records the table did not take ("+deployment.EnvUsageQueue+"); the rollup drains it")
 	out("DashboardName", *g.Dashboard.DashboardName(), "CloudWatch dashboard")
 }
 

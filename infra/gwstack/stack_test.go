@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -125,10 +126,14 @@ var fixtureContexts = map[string]map[string]interface{}{
 		"configRefresh":              "1m",
 		"bedrockRegions":             "us-west-2",
 		"fallbackRateThreshold":      "35",
+		"tableKmsKey":                "create",
 	},
-	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it.
-	"pinned": {},
+	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it,
+	// with an existing customer-managed key for the table.
+	"pinned": {"tableKmsKey": pinnedTableKey},
 }
+
+const pinnedTableKey = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 // get synthesizes (once) and returns the named fixture.
 func get(t *testing.T, name string) *fixture {
@@ -362,6 +367,40 @@ func TestTable(t *testing.T) {
 	})
 }
 
+// The table is encrypted with the AWS-managed key by default, or with a
+// customer-managed key (created by the stack, or an existing one by ARN)
+// that both functions may use through DynamoDB only.
+func TestTableCustomerManagedKey(t *testing.T) {
+	def := get(t, "default")
+	def.count(t, "AWS::KMS::Key", 0)
+	for _, s := range def.statements() {
+		if s.body["Sid"] == "UseTableKey" {
+			t.Errorf("UseTableKey without a customer-managed key: %s", flatten(s.body))
+		}
+	}
+	created, pinned := get(t, "prod"), get(t, "pinned")
+	created.count(t, "AWS::KMS::Key", 1)
+	created.props(t, "AWS::KMS::Key", map[string]interface{}{"EnableKeyRotation": true})
+	pinned.count(t, "AWS::KMS::Key", 0)
+	keyArn := map[*fixture]string{created: "${" + created.logicalID(created.g.TableKey.(awskms.Key)) + ".Arn}", pinned: pinnedTableKey}
+	for f, arn := range keyArn {
+		table := f.resources("AWS::DynamoDB::Table")
+		for _, r := range table {
+			sse := flatten(r["Properties"].(map[string]interface{})["SSESpecification"])
+			if !strings.Contains(sse, `"SSEType":"KMS"`) || !strings.Contains(sse, arn) {
+				t.Errorf("%s: table encryption %s, want KMS with %s", *f.g.Stack.StackName(), sse, arn)
+			}
+		}
+		for _, role := range []string{"GatewayRole", "RollupRole"} {
+			for _, s := range f.bySid(t, role, "UseTableKey") {
+				if got := resourcesOf(s); !reflect.DeepEqual(got, []string{arn}) || !strings.Contains(flatten(s.body["Condition"]), "dynamodb.") {
+					t.Errorf("%s %s UseTableKey: %v %s", *f.g.Stack.StackName(), role, got, flatten(s.body["Condition"]))
+				}
+			}
+		}
+	}
+}
+
 func TestFunctions(t *testing.T) {
 	f := get(t, "default")
 	f.count(t, "AWS::Lambda::Function", 2)
@@ -567,7 +606,7 @@ func TestLogGroups(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	f := get(t, "default")
-	f.count(t, "AWS::CloudWatch::Alarm", 6)
+	f.count(t, "AWS::CloudWatch::Alarm", 8)
 	expr := func(re string) interface{} {
 		return assertions.Match_ArrayWith(&[]interface{}{
 			assertions.Match_ObjectLike(&map[string]interface{}{"Expression": assertions.Match_StringLikeRegexp(jsii.String(re))}),
@@ -620,6 +659,74 @@ func TestAlarms(t *testing.T) {
 	for _, name := range []string{"llmgw-dev-config-reload", "llmgw-dev-throttles"} {
 		f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{"AlarmName": name})
 	}
+	queue, dlq := f.logicalID(f.g.UsageQueue), f.logicalID(f.g.UsageDLQ)
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-usage-spill-age",
+		"Namespace":          "AWS/SQS",
+		"MetricName":         "ApproximateAgeOfOldestMessage",
+		"Dimensions":         []interface{}{map[string]interface{}{"Name": "QueueName", "Value": map[string]interface{}{"Fn::GetAtt": []interface{}{queue, "QueueName"}}}},
+		"Statistic":          "Maximum",
+		"Threshold":          7200,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+	})
+	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
+		"AlarmName":          "llmgw-dev-usage-spill-dlq",
+		"MetricName":         "ApproximateNumberOfMessagesVisible",
+		"Dimensions":         []interface{}{map[string]interface{}{"Name": "QueueName", "Value": map[string]interface{}{"Fn::GetAtt": []interface{}{dlq, "QueueName"}}}},
+		"Threshold":          1,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+	})
+}
+
+// TestUsageSpillQueue: the queue of usage records the table did not take
+// is encrypted, TLS-only, keeps messages 14 days and has a dead-letter
+// queue; the gateway may only send to it and the rollup only consume it.
+func TestUsageSpillQueue(t *testing.T) {
+	f := get(t, "default")
+	queue, dlq := f.logicalID(f.g.UsageQueue), f.logicalID(f.g.UsageDLQ)
+	f.count(t, "AWS::SQS::Queue", 2)
+	f.propsCount(t, "AWS::SQS::Queue", map[string]interface{}{
+		"SqsManagedSseEnabled":   true,
+		"MessageRetentionPeriod": 14 * 24 * 3600,
+	}, 2)
+	f.props(t, "AWS::SQS::Queue", map[string]interface{}{
+		"RedrivePolicy": map[string]interface{}{
+			"deadLetterTargetArn": map[string]interface{}{"Fn::GetAtt": []interface{}{dlq, "Arn"}},
+			"maxReceiveCount":     50,
+		},
+	})
+	f.propsCount(t, "AWS::SQS::QueuePolicy", map[string]interface{}{
+		"PolicyDocument": assertions.Match_ObjectLike(&map[string]interface{}{
+			"Statement": assertions.Match_ArrayWith(&[]interface{}{assertions.Match_ObjectLike(&map[string]interface{}{
+				"Effect":    "Deny",
+				"Condition": map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
+			})}),
+		}),
+	}, 2)
+	queueArn := "${" + queue + ".Arn}"
+	for role, want := range map[string][]string{
+		"GatewayRole": {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
+		"RollupRole":  {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
+	} {
+		var got []string
+		for _, s := range f.statements() {
+			acts := asList(s.body["Action"])
+			if !strings.Contains(s.roles, role) || len(acts) == 0 || !strings.HasPrefix(flatten(acts[0]), "sqs:") {
+				continue
+			}
+			if r := resourcesOf(s); !reflect.DeepEqual(r, []string{queueArn}) {
+				t.Errorf("%s: sqs statement on %v, want only the spill queue", role, r)
+			}
+			for _, a := range acts {
+				got = append(got, flatten(a))
+			}
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s sqs actions %v, want %v", role, got, want)
+		}
+	}
+	f.output(t, "UsageQueueUrl", map[string]interface{}{"Value": map[string]interface{}{"Ref": queue}})
 }
 
 func TestDashboard(t *testing.T) {
@@ -694,7 +801,7 @@ func TestContextOverrides(t *testing.T) {
 	f.propsCount(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmActions": []interface{}{topic},
 		"OKActions":    []interface{}{topic},
-	}, 6)
+	}, 8)
 	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmName": "llmgw-prod-fallback-rate",
 		"Threshold": 35,
@@ -848,6 +955,7 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		{"fallbackRateThreshold": "0"},
 		{"alarmTopicArn": "ops-alerts"},
 		{"nag": "maybe"},
+		{"tableKmsKey": "alias/mine"},
 		{"seedConfigFile": "/nonexistent/seed.yaml"},
 		{"corsAllowedOrigins": "https://x.example.com"}, // server.cors in the seed config now
 	} {

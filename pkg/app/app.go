@@ -61,7 +61,8 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true})
+	spill := usage.NewFileSpill(usage.DefaultSpillFile(statePath(o.Store)))
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill})
 	if err != nil {
 		st.Close()
 		return err
@@ -86,6 +87,10 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	defer stop()
 	// Keep today's rollups fresh for GET /v1/usage and the cost table.
 	go g.Roller.Loop(ctx, usage.Hourly, time.Minute)
+	// Give back budget leases left unused (other instances may need them).
+	go g.Limiter.Loop(ctx, time.Second)
+	// Drain usage records spilled while the store failed.
+	go drainLoop(ctx, g.Recorder, spillDrainEvery, log)
 	if o.ConfigPath != "" {
 		go watchConfig(ctx, o.ConfigPath, o.ReloadEvery, h, log)
 	}
@@ -102,6 +107,31 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	}
 	return nil
+}
+
+// spillDrainEvery is how often a local gateway drains its usage spill file.
+const spillDrainEvery = 10 * time.Second
+
+// drainLoop drains the Recorder's spill into the store every period until
+// ctx ends; a drain that fails (the store is still down) is logged and
+// retried.
+func drainLoop(ctx context.Context, r *usage.Recorder, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		sum, err := r.Drain(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("usage spill not drained yet; retrying", slog.Int("drained", sum.Records), slog.String("error", err.Error()))
+		case sum.Records > 0:
+			log.Info("usage spill drained into the store", slog.Int("records", sum.Records))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // SafeAddr keeps an unauthenticated gateway on loopback: when no caller

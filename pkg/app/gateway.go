@@ -4,13 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/cache"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/metrics"
+	"github.com/llmgw/llmgw/pkg/moderation"
+	"github.com/llmgw/llmgw/pkg/pacing"
+	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -24,7 +29,14 @@ type Gateway struct {
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
-	Roller  *usage.Roller
+	// Limiter enforces team limits with budget leases (given back on Close).
+	Limiter *teams.Limiter
+	// Recorder writes usage records (to its Spill when the store fails).
+	Recorder *usage.Recorder
+	// Budget is the retry budget, shared by every instance through the
+	// store.
+	Budget *retry.Budget
+	Roller *usage.Roller
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -37,6 +49,10 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// Spill keeps the usage records the store did not take (local: a
+	// file next to the state; Lambda: the SQS queue). Nil: none, such
+	// records are logged as lost.
+	Spill usage.Spill
 	// ExternalCORS leaves CORS to the platform (Lambda: the Function URL,
 	// configured by the stack from the seeded server.cors); see
 	// server.Options.ExternalCORS.
@@ -61,11 +77,15 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	// The server resolves the keys (skipping any that do not resolve) and
 	// hands them to the ledger (SetKeys) on every config it applies.
 	g.Ledger = keyledger.New(st, keyledger.Options{Logger: log})
+	g.Budget = retry.NewSharedBudget(st, retry.SharedOptions{Logger: log})
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
 	limiter := teams.NewLimiter(st, current, log)
+	g.Limiter = limiter
 	recorder := usage.NewRecorder(st, current, log)
+	recorder.Spill = o.Spill
+	g.Recorder = recorder
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
 
@@ -79,10 +99,14 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		},
 		Breakers:     g.Breaker,
 		Keys:         g.Ledger,
+		Budget:       g.Budget,
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
 		ExternalCORS: o.ExternalCORS,
+		Pacing:       pacing.Pacer{},
+		Cache:        cache.New(st, cache.Options{Logger: log}),
+		Moderation:   &moderation.Moderator{Logger: log},
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			recorder.Record(ctx, rec)
 			if o.Metrics != nil {
@@ -100,9 +124,14 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes and closes the store.
+// Close finishes background writes, gives back the unspent budget leases
+// and closes the store.
 func (g *Gateway) Close() error {
 	g.Breaker.Flush()
+	g.Budget.Flush()
 	g.Ledger.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.Limiter.Flush(ctx)
 	return g.Store.Close()
 }

@@ -115,3 +115,41 @@ prices:
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestInstancesShareOneRetryBudget: two gateways built over one store
+// spend one retry budget (issue 13, item 13): first attempts counted by
+// one instance fund the other's retries.
+func TestInstancesShareOneRetryBudget(t *testing.T) {
+	cfg, err := config.Parse([]byte("providers: {p: {kind: fake}}\nroutes: {m: {targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := OpenStore(context.Background(), StoreOptions{StatePath: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := Build(context.Background(), cfg, st, BuildOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(context.Background(), cfg, st, BuildOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close() // closes the shared store
+	for i := 0; i < 100; i++ {
+		a.Budget.Request("p")
+	}
+	a.Budget.Flush()
+	allowed := 0
+	for i := 0; i < 30; i++ {
+		if b.Budget.Retry("p", 0.1, 2) {
+			allowed++
+		}
+	}
+	if allowed != 10 {
+		t.Fatalf("B may retry %d times, want 10 (10%% of A's 100 first attempts)", allowed)
+	}
+	b.Budget.Flush()
+}

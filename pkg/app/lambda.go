@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -21,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/usage/sqsspill"
 )
 
 // LambdaEnv is the Lambda function's configuration, from its environment
@@ -31,6 +34,7 @@ type LambdaEnv struct {
 	Refresh    time.Duration // deployment.EnvConfigRefresh (default deployment.DefaultConfigRefresh)
 	Stage      string        // deployment.EnvStage: the Stage metric dimension
 	Table      string        // deployment.EnvTable: the DynamoDB table
+	UsageQueue string        // deployment.EnvUsageQueue: the SQS queue URL of the usage spill
 }
 
 // LambdaEnvFromOS reads LambdaEnv from the process environment.
@@ -41,6 +45,7 @@ func LambdaEnvFrom(getenv func(string) string) (LambdaEnv, error) {
 	e := LambdaEnv{
 		ConfigPath: getenv(deployment.EnvConfigPath), ConfigFile: getenv(deployment.EnvConfigFile),
 		Stage: getenv(deployment.EnvStage), Table: getenv(deployment.EnvTable), Refresh: deployment.DefaultConfigRefresh,
+		UsageQueue: getenv(deployment.EnvUsageQueue),
 	}
 	if v := getenv(deployment.EnvConfigRefresh); v != "" {
 		d, err := time.ParseDuration(v)
@@ -70,8 +75,9 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 // NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
 // file), refreshed in the background while requests are served; shared
 // state and usage in DynamoDB (the table in deployment.EnvTable; without
-// it, a store local to this instance, with a warning); EMF metrics on
-// metricsOut.
+// it, a store local to this instance, with a warning); usage records the
+// table does not take spilled to the SQS queue of deployment.EnvUsageQueue
+// (the rollup drains it); EMF metrics on metricsOut.
 //
 // Every config accepted from SSM is stored in the table as the last good
 // one. A cold start whose SSM parameters do not validate (or cannot be
@@ -85,16 +91,25 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	// The Function URL answers CORS preflights and adds the CORS headers.
 	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true}
 	var st store.Store
+	var err error
 	if env.Table == "" {
 		// In memory, not a file at a fixed path: two local runs of the
 		// bootstrap (lambdainvoke, tests) must not share or lock one file.
 		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
 		st = embedded.OpenMemory()
-	} else {
-		var err error
-		if st, _, err = OpenStore(ctx, StoreOptions{Kind: "dynamodb", Table: env.Table}); err != nil {
-			return nil, err
+	} else if st, _, err = OpenStore(ctx, StoreOptions{Kind: "dynamodb", Table: env.Table}); err != nil {
+		return nil, err
+	}
+	var awsCfg aws.Config
+	if env.ConfigPath != "" || env.UsageQueue != "" {
+		if awsCfg, err = awsconfig.LoadDefaultConfig(ctx); err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
 		}
+	}
+	if env.UsageQueue != "" {
+		bo.Spill = sqsspill.New(sqs.NewFromConfig(awsCfg), env.UsageQueue)
+	} else {
+		log.Warn(deployment.EnvUsageQueue + " is not set: usage records the table does not take are lost")
 	}
 	if env.ConfigPath == "" {
 		cfg, err := LoadConfig(env.ConfigFile)
@@ -106,10 +121,6 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 			return nil, err
 		}
 		return g.Handler, nil
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
 		OnError:  func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },

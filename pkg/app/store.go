@@ -34,10 +34,7 @@ const DefaultStatePath = deployment.DefaultStateFile
 func OpenStore(ctx context.Context, o StoreOptions) (store.Store, string, error) {
 	switch o.Kind {
 	case "", "embedded":
-		path := o.StatePath
-		if path == "" {
-			path = DefaultStatePath
-		}
+		path := statePath(o)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, "", err
 		}
@@ -69,4 +66,13 @@ func OpenStore(ctx context.Context, o StoreOptions) (store.Store, string, error)
 		return s, "dynamodb:" + table, nil
 	}
 	return nil, "", fmt.Errorf("-store %q: want embedded or dynamodb", o.Kind)
+}
+
+// statePath is the embedded store file of o (the default when unset), and
+// with DynamoDB where a local run keeps its other state (the usage spill).
+func statePath(o StoreOptions) string {
+	if o.StatePath != "" {
+		return o.StatePath
+	}
+	return DefaultStatePath
 }

@@ -14,6 +14,8 @@ type Step struct {
 	MaxTokens         int
 	// Breaker is "", "open" or "closed" (an operator's override).
 	Breaker string
+	// Prefill: the target can continue a final assistant message.
+	Prefill bool
 }
 
 // Chain returns a route's resolved chain: route references spliced in, the
@@ -67,7 +69,7 @@ func (c *Config) resolveChains() {
 				continue
 			}
 			s := Step{ID: t.Provider + "/" + t.Model, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
-				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker}
+				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker, Prefill: t.Prefill}
 			if s.Attempts == 0 {
 				s.Attempts = pol.Attempts
 			}

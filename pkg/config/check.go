@@ -23,7 +23,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, p Path) error {
 	if c.budget--; c.budget < 0 {
 		return errStop
 	}
-	n = resolve(n)
+	n = Deref(n)
 	if n == nil {
 		return nil
 	}
@@ -109,20 +109,20 @@ func checkKeys(m *yaml.Node, p Path) error {
 		first[id] = k.Line
 		if isMerge(k) {
 			ok := false
-			switch r := resolve(v); {
+			switch r := Deref(v); {
 			case r == nil:
 			case r.Kind == yaml.MappingNode:
 				ok = true
 			case r.Kind == yaml.SequenceNode && v.Kind != yaml.AliasNode:
 				ok = true
 				for _, e := range r.Content {
-					if re := resolve(e); re == nil || re.Kind != yaml.MappingNode {
+					if re := Deref(e); re == nil || re.Kind != yaml.MappingNode {
 						ok = false
 					}
 				}
 			}
 			if !ok {
-				return at(v, p, "a << merge takes a mapping or a list of mappings, got %s", describe(resolve(v)))
+				return at(v, p, "a << merge takes a mapping or a list of mappings, got %s", describe(Deref(v)))
 			}
 		}
 	}

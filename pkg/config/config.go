@@ -28,6 +28,11 @@ type Config struct {
 	Prices map[string]Price `json:"prices,omitempty"`
 	Usage  UsageSettings    `json:"usage,omitempty"`
 
+	// Cache tunes the response cache (off unless a route or team enables it).
+	Cache CacheSettings `json:"cache,omitempty"`
+	// Moderation holds the moderation policies routes and teams name.
+	Moderation ModerationSettings `json:"moderation,omitempty"`
+
 	chains map[string][]Step // resolved at load, see Chain
 }
 
@@ -41,6 +46,10 @@ type Server struct {
 	// stream is ended with a timeout error event, so the client is always
 	// told (default 2s). On Lambda the deadline is the invocation's.
 	DeadlineMargin Duration `json:"deadline_margin,omitempty"`
+	// ClientIdleTimeout is how long one write to a client may stay blocked
+	// (the client reads nothing) before the client is dropped: its upstream
+	// is cancelled and its usage recorded (default 30s).
+	ClientIdleTimeout Duration `json:"client_idle_timeout,omitempty"`
 	// CORS lets pages on the listed web origins call the gateway from a
 	// browser (off by default).
 	CORS CORS `json:"cors,omitempty"`
@@ -80,11 +89,16 @@ type Provider struct {
 	APIs []string `json:"apis,omitempty"`
 }
 
-// Speaks reports whether the provider speaks a client API natively. An
-// openai-kind provider speaks chat unless APIs says otherwise.
+// Speaks reports whether the provider speaks a client API natively, so a
+// request on it passes through byte for byte. An openai-kind (or fake)
+// provider speaks chat unless APIs says otherwise; an anthropic provider
+// speaks messages.
 func (p *Provider) Speaks(api string) bool {
-	if len(p.APIs) == 0 {
-		return p.Kind == "openai" && api == "chat"
+	switch {
+	case p.Kind == "anthropic":
+		return api == "messages"
+	case len(p.APIs) == 0:
+		return (p.Kind == "openai" || p.Kind == "fake") && api == "chat"
 	}
 	return slices.Contains(p.APIs, api)
 }
@@ -127,6 +141,14 @@ type Route struct {
 	Targets []Target `json:"targets"`
 	// Policy overrides the config's defaults for this route.
 	Policy
+	// Pacing is the route's default pacing profile (instant, fast, steady
+	// or slow; "" unpaced), for requests that select none.
+	Pacing string `json:"pacing,omitempty"`
+	// Cache opts the route in to (or out of) the response cache.
+	Cache *RouteCache `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the route
+	// is checked under (moderation.policies).
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a
@@ -145,6 +167,11 @@ type Target struct {
 	// Breaker forces this target's breaker: "open" (skip it) or "closed"
 	// (always try it), for incidents. Empty means automatic.
 	Breaker string `json:"breaker,omitempty"`
+	// Prefill declares that this target continues a final assistant
+	// message instead of answering anew (assistant prefill: Anthropic and
+	// Claude on Bedrock do): only such targets are asked to continue a cut
+	// stream (routes with continuation on).
+	Prefill bool `json:"prefill,omitempty"`
 }
 
 // Policy governs retries, fallbacks, timeouts and breakers. Zero fields take
@@ -170,6 +197,13 @@ type Policy struct {
 	// target at once (default false: a silent provider must not double the
 	// wait).
 	RetrySameTargetOnTimeout bool `json:"retry_same_target_on_timeout,omitempty"`
+	// TranslateWithout lists request features (by key: "thinking",
+	// "thinking_blocks", "context_management", "tools.defer_loading", ...)
+	// that a target which must translate the request may serve without:
+	// they are dropped on translation, and the response says so in
+	// x-gateway-dropped-features. By default nothing is dropped: such a
+	// target is skipped, and only a target speaking the client's API serves.
+	TranslateWithout []string `json:"translate_without,omitempty"`
 	// RetryAfterCap: a Retry-After up to this is waited out before retrying
 	// the same target; a longer one moves on at once (default 2s).
 	RetryAfterCap Duration `json:"retry_after_cap,omitempty"`
@@ -181,6 +215,14 @@ type Policy struct {
 	// over a rolling minute (default 0.1) with a floor (default 5 per minute).
 	RetryBudget      float64 `json:"retry_budget,omitempty"`
 	MinRetriesPerMin int     `json:"min_retries_per_minute,omitempty"`
+	// HeadBuffer (opt-in) holds the first tokens of a stream before
+	// committing it, so that a failure inside the window fails over
+	// invisibly (default none: commit at the first content).
+	HeadBuffer *HeadBuffer `json:"head_buffer,omitempty"`
+	// Continuation (opt-in) continues a stream that died after its first
+	// token on the next target that declares prefill, spliced into the
+	// same response (default false: the client gets the typed error).
+	Continuation *bool `json:"continuation,omitempty"`
 }
 
 // BreakerSettings tunes the circuit breakers, one per target.

@@ -103,3 +103,51 @@ func TestFallbackOnThatCanNeverApplyIsRejected(t *testing.T) {
 		t.Errorf("context_length and content_policy may be listed: %v", err)
 	}
 }
+
+// TestBreakerDefaultsLetAHealedProviderBack: the default cooldown is short
+// (issue 13, item 6), and a config that sets only a longer cooldown stays
+// valid (its cooldown is its cap).
+func TestBreakerDefaultsLetAHealedProviderBack(t *testing.T) {
+	b := BuiltinBreaker()
+	if b.Cooldown.D() > 5*time.Second || b.MaxCooldown.D() > 10*time.Second {
+		t.Errorf("defaults %+v: a healed primary would stay out for longer than 15s", b)
+	}
+	c, err := Parse([]byte("breaker: {cooldown: 30s}\nproviders: {p: {kind: fake}}\nroutes: {m: {targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Breaker.Cooldown.D() != 30*time.Second || c.Breaker.MaxCooldown.D() != 30*time.Second {
+		t.Errorf("breaker %+v", c.Breaker)
+	}
+}
+
+// TestRescueSettings: head_buffer and continuation are opt-in, inherited
+// from defaults like every policy field, and validated; prefill reaches
+// the resolved chain.
+func TestRescueSettings(t *testing.T) {
+	base := "providers: {p: {kind: fake}, q: {kind: fake}}\n"
+	c, err := Parse([]byte(base + "routes: {m: {targets: [{provider: p, model: x}, {provider: q, model: y, prefill: true}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, r, _ := c.Chain("m")
+	if r.Policy.HeadBuffer != nil || r.Policy.ContinuesMidStream() || steps[0].Prefill || !steps[1].Prefill {
+		t.Fatalf("defaults: head %+v, continuation %v, prefill %v %v", r.Policy.HeadBuffer, r.Policy.ContinuesMidStream(), steps[0].Prefill, steps[1].Prefill)
+	}
+	c, err = Parse([]byte(base + "defaults: {head_buffer: {tokens: 20, duration: 800ms}, continuation: true}\n" +
+		"routes: {m: {targets: [{provider: p, model: x}]}, n: {continuation: false, targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb := c.Routes["m"].HeadBuffer; hb == nil || hb.Tokens != 20 || hb.Duration.D() != 800*time.Millisecond || !c.Routes["m"].ContinuesMidStream() {
+		t.Errorf("inherited: %+v %v", hb, c.Routes["m"].ContinuesMidStream())
+	}
+	if c.Routes["n"].ContinuesMidStream() {
+		t.Error("a route could not turn continuation off")
+	}
+	for _, bad := range []string{"{}", "{tokens: -1}", "{duration: 2m}"} {
+		if _, err := Parse([]byte(base + "routes: {m: {head_buffer: " + bad + ", targets: [{provider: p, model: x}]}}\n")); err == nil {
+			t.Errorf("head_buffer %s accepted", bad)
+		}
+	}
+}

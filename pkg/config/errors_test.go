@@ -45,7 +45,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"mapping expected", "providers: {a: fake}\n" + rm,
 		`config: providers.a: expected a mapping, got string "fake" (line 1, column 16)`},
 	{"document not a mapping", "- 1\n- 2\n",
-		`config: expected a mapping of sections (server, defaults, breaker, providers, routes, teams, prices, usage), got a list (line 1, column 1)`},
+		`config: expected a mapping of sections (server, defaults, breaker, providers, routes, teams, prices, usage, cache, moderation), got a list (line 1, column 1)`},
 	{"bad duration", pa + "routes: {m: {first_token_timeout: 10 parsecs, targets: [{provider: a}]}}\n",
 		`config: routes.m.first_token_timeout: "10 parsecs" is not a duration (unknown unit " parsecs"); write it like "10s", "1.5s" or "250ms" (line 2, column 35)`},
 	{"duration without unit", pa + "routes: {m: {idle_timeout: 10, targets: [{provider: a}]}}\n",
@@ -81,7 +81,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"backoff (inherited base)", pa + "routes:\n  m:\n    backoff_max: 50ms\n    targets: [{provider: a}]\n",
 		`config: routes.m.backoff_base: 100ms exceeds backoff_max 50ms (line 4, column 5)`},
 	{"failure rate", "breaker: {failure_rate: 2}\n" + cfg, `config: breaker.failure_rate: 2 is not in (0, 1] (line 1, column 25)`},
-	{"cooldown", "breaker: {cooldown: 10m}\n" + cfg, `config: breaker.cooldown: 10m0s exceeds max_cooldown 5m0s (line 1, column 21)`},
+	{"cooldown", "breaker: {cooldown: 10m, max_cooldown: 5m}\n" + cfg, `config: breaker.cooldown: 10m0s exceeds max_cooldown 5m0s (line 1, column 21)`},
 	{"breaker counts", "breaker: {half_open_probes: -2}\n" + cfg, `config: breaker.half_open_probes: -2 must be at least 1 (line 1, column 29)`},
 
 	// Providers.

@@ -196,6 +196,8 @@ const (
 	defaultMaxBody        = 4 << 20
 	defaultRequestTimeout = 10 * time.Minute
 	defaultDeadlineMargin = 2 * time.Second
+	// DefaultClientIdleTimeout is server.client_idle_timeout's default.
+	DefaultClientIdleTimeout = 30 * time.Second
 )
 
 // BuiltinPolicy is the policy every unset field falls back to.
@@ -215,14 +217,17 @@ func BuiltinPolicy() Policy {
 }
 
 // BuiltinBreaker is the breaker settings every unset field falls back to.
+// The short cooldown lets a healed provider back quickly: with one probe
+// per cooldown across all instances, a primary that recovers serves again
+// within max_cooldown plus one request gap (issue 13, item 6).
 func BuiltinBreaker() BreakerSettings {
 	return BreakerSettings{
 		Window:              Duration(60 * time.Second),
 		MinRequests:         10,
 		FailureRate:         0.5,
 		ConsecutiveFailures: 5,
-		Cooldown:            Duration(30 * time.Second),
-		MaxCooldown:         Duration(5 * time.Minute),
+		Cooldown:            Duration(5 * time.Second),
+		MaxCooldown:         Duration(10 * time.Second),
 		HalfOpenProbes:      1,
 	}
 }
@@ -255,11 +260,20 @@ func (p Policy) merge(d Policy) Policy {
 	if p.MinRetriesPerMin == 0 {
 		p.MinRetriesPerMin = d.MinRetriesPerMin
 	}
+	if p.HeadBuffer == nil {
+		p.HeadBuffer = d.HeadBuffer
+	}
+	if p.Continuation == nil {
+		p.Continuation = d.Continuation
+	}
 	return p
 }
 
 // merge fills b's zero fields from d.
 func (b BreakerSettings) merge(d BreakerSettings) BreakerSettings {
+	if b.MaxCooldown == 0 && b.Cooldown > d.MaxCooldown {
+		b.MaxCooldown = b.Cooldown // a longer cooldown than the default cap: it is the cap
+	}
 	for _, f := range []struct{ v, dv *Duration }{{&b.Window, &d.Window}, {&b.Cooldown, &d.Cooldown}, {&b.MaxCooldown, &d.MaxCooldown}} {
 		if *f.v == 0 {
 			*f.v = *f.dv
@@ -291,6 +305,9 @@ func (c *Config) prepare() error {
 	}
 	if c.Server.DeadlineMargin == 0 {
 		c.Server.DeadlineMargin = Duration(defaultDeadlineMargin)
+	}
+	if c.Server.ClientIdleTimeout == 0 {
+		c.Server.ClientIdleTimeout = Duration(DefaultClientIdleTimeout)
 	}
 	if c.Server.MaxBodyBytes < 0 {
 		return errAt(pathOf("server", "max_body_bytes"), "must be positive, got %d", c.Server.MaxBodyBytes)
@@ -342,5 +359,8 @@ func (c *Config) prepare() error {
 		}
 	}
 	c.resolveChains()
-	return c.prepareTeams()
+	if err := c.prepareTeams(); err != nil {
+		return err
+	}
+	return c.prepareServing()
 }

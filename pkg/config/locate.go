@@ -82,8 +82,10 @@ func fieldNames(fs []field) []string {
 	return names
 }
 
-// resolve follows aliases and unwraps the document node.
-func resolve(n *yaml.Node) *yaml.Node {
+// Deref follows aliases and unwraps a document node: the node that holds
+// the value, for code that walks a YAML tree (locating errors here and in
+// pkg/ssmconfig). nil when there is none.
+func Deref(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && i < 64; i++ {
 		switch {
 		case n.Kind == yaml.AliasNode:
@@ -115,7 +117,7 @@ func pairs(m *yaml.Node) []pair {
 	seen := map[string]bool{}
 	var add func(m *yaml.Node, depth int)
 	add = func(m *yaml.Node, depth int) {
-		m = resolve(m)
+		m = Deref(m)
 		if m == nil || m.Kind != yaml.MappingNode || depth > 16 {
 			return
 		}
@@ -132,7 +134,7 @@ func pairs(m *yaml.Node) []pair {
 			}
 		}
 		for _, mv := range merges {
-			if r := resolve(mv); r != nil && r.Kind == yaml.SequenceNode {
+			if r := Deref(mv); r != nil && r.Kind == yaml.SequenceNode {
 				for _, e := range r.Content {
 					add(e, depth+1)
 				}
@@ -151,7 +153,7 @@ func pairs(m *yaml.Node) []pair {
 // length: n == len(p) when p itself is there. key is nil for the
 // document and for list elements.
 func Locate(root *yaml.Node, p Path) (key, value *yaml.Node, n int) {
-	value = resolve(root)
+	value = Deref(root)
 	t := reflect.TypeOf(Config{})
 	for n < len(p) && value != nil {
 		for t != nil && t.Kind() == reflect.Pointer {
@@ -192,7 +194,7 @@ func Locate(root *yaml.Node, p Path) (key, value *yaml.Node, n int) {
 		if v == nil {
 			break
 		}
-		key, value, t = k, resolve(v), next
+		key, value, t = k, Deref(v), next
 		n++
 	}
 	return key, value, n

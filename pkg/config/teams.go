@@ -33,6 +33,13 @@ type Team struct {
 	Admin bool `json:"admin,omitempty"`
 	// Disabled refuses every key of the team (401), without removing it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Cache, when set, turns the response cache on (true) for every route
+	// of the team that is not uncacheable, or off (false) even where a
+	// route enables it. Unset: the route decides.
+	Cache *bool `json:"cache,omitempty"`
+	// Moderation names the moderation policy every request of the team is
+	// checked under, in addition to its route's.
+	Moderation string `json:"moderation,omitempty"`
 }
 
 // TeamKey is one team API key, by hash. The key itself is never stored.
@@ -108,13 +115,44 @@ type UsageSettings struct {
 	// StoreTimeout bounds each store call on the request path (default
 	// 250ms).
 	StoreTimeout Duration `json:"store_timeout,omitempty"`
+	// Lease sizes the budget leases of the limits (see pkg/teams).
+	Lease LeaseSettings `json:"lease,omitempty"`
+}
+
+// LeaseSettings size budget leases: an instance takes a share of a limit
+// from the shared counter in one conditional write and admits requests
+// against it locally. A lease of one limited item, for one attribute, is
+//
+//	max(need, floor(min(limit x Share, need x MaxRequests)))
+//
+// where need is the request's own reservation. It starts at one need and
+// doubles with every lease taken within TTL of the previous one, up to
+// that size.
+type LeaseSettings struct {
+	// Share is the largest fraction of a limit one lease takes (default
+	// 0.05; at most 1). It is also each instance's outage allowance per
+	// window: what it may admit beyond its leases while the store fails
+	// (usage.fail_closed: false).
+	Share float64 `json:"share,omitempty"`
+	// MaxRequests caps a lease at this many times the request's own
+	// reservation (default 64; 1 takes exactly what each request needs).
+	MaxRequests int `json:"max_requests,omitempty"`
+	// TTL is how long a lease may stay unused before its unspent part is
+	// given back to the shared counter (default 10s; 1s to 10m).
+	TTL Duration `json:"ttl,omitempty"`
 }
 
 // Defaults of UsageSettings.
 const (
 	DefaultUsageTTL     = 90 * 24 * time.Hour
 	DefaultStoreTimeout = 250 * time.Millisecond
-	minUsageTTL         = 72 * time.Hour
+	// DefaultLeaseShare is usage.lease.share's default.
+	DefaultLeaseShare = 0.05
+	// DefaultLeaseMaxRequests is usage.lease.max_requests's default.
+	DefaultLeaseMaxRequests = 64
+	// DefaultLeaseTTL is usage.lease.ttl's default.
+	DefaultLeaseTTL = 10 * time.Second
+	minUsageTTL     = 72 * time.Hour
 )
 
 // PriceFor returns the price of a target: the entry "provider/model", else
@@ -159,6 +197,9 @@ func (c *Config) prepareTeams() error {
 	}
 	if c.Usage.StoreTimeout.D() > 10*time.Second {
 		return errAt(pathOf("usage", "store_timeout"), "%s is longer than 10s", c.Usage.StoreTimeout.D())
+	}
+	if err := c.Usage.Lease.prepare(); err != nil {
+		return err
 	}
 	hashes := map[string]string{} // sha256 -> teams.<team>.keys[i]
 	for _, name := range sortedKeys(c.Teams) {
@@ -265,6 +306,28 @@ func (l Limits) validate(at Path) error {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v > 1e12 {
 			return errAt(at.Key(f.name), "%g must be between 0 (unlimited) and 1e12", f.v)
 		}
+	}
+	return nil
+}
+
+// prepare defaults and validates the lease settings.
+func (l *LeaseSettings) prepare() error {
+	if l.Share == 0 {
+		l.Share = DefaultLeaseShare
+	}
+	if l.MaxRequests == 0 {
+		l.MaxRequests = DefaultLeaseMaxRequests
+	}
+	if l.TTL == 0 {
+		l.TTL = Duration(DefaultLeaseTTL)
+	}
+	switch {
+	case !(l.Share > 0 && l.Share <= 1):
+		return errAt(pathOf("usage", "lease", "share"), "%g is not in (0, 1]", l.Share)
+	case l.MaxRequests < 1:
+		return errAt(pathOf("usage", "lease", "max_requests"), "%d is less than 1", l.MaxRequests)
+	case l.TTL.D() < time.Second || l.TTL.D() > 10*time.Minute:
+		return errAt(pathOf("usage", "lease", "ttl"), "%s is not between 1s and 10m", l.TTL.D())
 	}
 	return nil
 }

@@ -64,6 +64,9 @@ func (p *Provider) validate(at Path) error {
 	if p.Fake != nil && p.Kind != "fake" {
 		return errAt(at.Key("fake"), "only kind fake takes a script, this provider is kind %s", p.Kind)
 	}
+	if err := p.validateAPIs(at); err != nil {
+		return err
+	}
 	if f := p.Options["max_tokens_field"]; f != "" && f != "max_tokens" && f != "max_completion_tokens" {
 		return errAt(pathOf(at, "options", "max_tokens_field"), "%s is not max_tokens or max_completion_tokens", show(f))
 	}
@@ -119,7 +122,7 @@ func (p Policy) validate(at Path) error {
 	if p.BackoffBase > p.BackoffMax {
 		return errAt(at.Key("backoff_base"), "%s exceeds backoff_max %s", p.BackoffBase.D(), p.BackoffMax.D())
 	}
-	return nil
+	return p.HeadBuffer.validate(at)
 }
 
 func (c *Config) validateTarget(at Path, t Target) error {

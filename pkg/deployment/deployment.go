@@ -24,6 +24,10 @@ const (
 	EnvConfigRefresh = "LLMGW_CONFIG_REFRESH"
 	// EnvStage is the stage name, the Stage dimension of every metric.
 	EnvStage = "LLMGW_STAGE"
+	// EnvUsageQueue is the URL of the SQS queue that keeps usage records
+	// the table did not take: the gateway sends to it, the rollup drains
+	// it into the table before every run.
+	EnvUsageQueue = "LLMGW_USAGE_QUEUE"
 	// EnvConfigFile is a config file read instead of SSM: local runs and
 	// tests only, never set by the stack.
 	EnvConfigFile = "LLMGW_CONFIG_FILE"
@@ -36,13 +40,13 @@ const (
 // which are the ones it reads on Lambda (besides [EnvConfigFile], a local
 // override).
 func GatewayEnv() []string {
-	return []string{EnvTable, EnvConfigPath, EnvConfigRefresh, EnvStage}
+	return []string{EnvTable, EnvConfigPath, EnvConfigRefresh, EnvStage, EnvUsageQueue}
 }
 
 // RollupEnv returns the variables the stack sets on the rollup function,
 // which are the ones it reads on Lambda (besides [EnvConfigFile]).
 func RollupEnv() []string {
-	return []string{EnvTable, EnvConfigPath, EnvStage}
+	return []string{EnvTable, EnvConfigPath, EnvStage, EnvUsageQueue}
 }
 
 // SSM Parameter Store layout.
@@ -93,6 +97,10 @@ const (
 	// DefaultStateFile is the embedded store file of local runs, shared by
 	// the gateway and the usage commands.
 	DefaultStateFile = ".llmgw/state.db"
+	// SpillFileName is the usage spill file of local runs, in the folder
+	// of the state file: usage records the store did not take, as JSON
+	// lines, drained by the gateway and the rollup command.
+	SpillFileName = "usage-spill.jsonl"
 )
 
 // CloudWatch metrics: the functions emit them (Embedded Metric Format) and

@@ -113,6 +113,11 @@ func TestFunctionEnvironments(t *testing.T) {
 				t.Errorf("%s: %s is a local override; the stack must not set it", name, local)
 			}
 		}
+		// The gateway sends the records the table did not take to the queue;
+		// the rollup drains it: both must know it.
+		if !slices.Contains(env, deployment.EnvUsageQueue) {
+			t.Errorf("%s: %v lacks the usage spill queue", name, env)
+		}
 		if len(slices.Compact(slices.Sorted(slices.Values(env)))) != len(env) {
 			t.Errorf("%s: duplicate variables in %v", name, env)
 		}

@@ -24,9 +24,15 @@ type Record struct {
 	Attempts      []Attempt `json:"attempts,omitempty"`
 	FallbackDepth int       `json:"fallback_depth"`
 	// Outcome is "ok", an error category, or "client_cancelled".
-	Outcome       string  `json:"outcome"`
-	Status        int     `json:"status"`
-	Stream        bool    `json:"stream"`
+	Outcome string `json:"outcome"`
+	// ClientDropped is set when the gateway dropped a client that stopped
+	// reading (outcome client_cancelled): a write stayed blocked past
+	// server.client_idle_timeout.
+	ClientDropped bool `json:"client_dropped,omitempty"`
+	Status        int  `json:"status"`
+	Stream        bool `json:"stream"`
+	// Pacing is the pacing profile the response was released at.
+	Pacing        string  `json:"pacing,omitempty"`
 	TTFTMillis    float64 `json:"ttft_ms,omitempty"`
 	LatencyMillis float64 `json:"latency_ms"`
 	// InputTokens counts every prompt token, cached or not (cache reads
@@ -41,9 +47,23 @@ type Record struct {
 	// (CachedTokens > 0); set when the record is stored.
 	CacheHit  bool `json:"cache_hit,omitempty"`
 	Estimated bool `json:"tokens_estimated,omitempty"`
+	// DroppedFeatures lists the request features (keys) the serving target
+	// went without, as the route's translate_without allowed.
+	DroppedFeatures []string `json:"dropped_features,omitempty"`
 	// MalformedFrames counts upstream frames skipped as invalid JSON.
 	MalformedFrames int     `json:"malformed_frames,omitempty"`
 	CostUSD         float64 `json:"cost_usd,omitempty"`
+	// ResponseCache is the response cache's verdict: "hit" (served from
+	// the cache: no upstream call, no tokens, cost 0), "miss", "bypass"
+	// (the client asked for a fresh answer), or "" when the request was
+	// not cacheable. Distinct from CacheHit, the provider's prompt cache.
+	ResponseCache string `json:"response_cache,omitempty"`
+	// SavedCostUSD is, on a hit, what the cached answer cost when it was
+	// generated (its tokens at today's prices).
+	SavedCostUSD float64 `json:"saved_cost_usd,omitempty"`
+	// ContinuedBy lists the targets that continued the stream after its
+	// target (Target) was cut; the tokens are every attempt's sum.
+	ContinuedBy []string `json:"continued_by,omitempty"`
 }
 
 // NewRecord starts the record of a request that has just arrived.
@@ -61,6 +81,7 @@ func (rec *Record) Fill(r *Request) {
 	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
+	rec.ContinuedBy = r.Trace.Continued
 }
 
 // SetUsage copies an attempt's token counts into the record.

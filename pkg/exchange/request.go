@@ -10,6 +10,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -30,6 +31,11 @@ const (
 	Responses API = "responses"
 	// Embeddings is the OpenAI embeddings API (POST /v1/embeddings).
 	Embeddings API = "embeddings"
+	// Prefill is the API of a continuation request (the failover engine's,
+	// never a client's): no upstream speaks it, so every adapter builds the
+	// request from its canonical form (Chat, which ends with the assistant
+	// text to continue) and answers in canonical events.
+	Prefill API = "prefill"
 )
 
 // Request is one client request, from the moment an ingress decoded it to
@@ -72,6 +78,14 @@ type Request struct {
 	// Header holds the client headers an upstream of the same API must
 	// receive unchanged (anthropic-version, anthropic-beta); nil if none.
 	Header http.Header
+	// Untranslated lists what the client asked for that only an upstream
+	// speaking API natively can honour: what the canonical form (Chat)
+	// cannot carry (Anthropic's extended thinking, a Responses built-in
+	// tool, stored conversation state). An upstream that speaks API gets it
+	// in Body; every other target refuses the attempt before any network
+	// call (the provider registry's guard), so the failover engine tries the
+	// next target and nothing the client asked for is silently lost.
+	Untranslated []Feature
 
 	// OutputCap, when > 0, is the output the request was admitted for
 	// while the client gave no max tokens: every adapter sends it as the
@@ -91,6 +105,49 @@ func (r *Request) MaxTokens(step config.Step) int {
 		return c
 	}
 	return step.MaxTokens
+}
+
+// Feature is one part of a client request, named by its parameter path
+// (Param, e.g. "thinking" or "tools[2]") and described for humans (What,
+// e.g. "extended thinking"), with an optional explanation appended to the
+// refusal (Why). Key is its stable name, the one a route's
+// translate_without lists ("thinking", "context_management",
+// "tools.defer_loading"; an unknown field's path without indices).
+type Feature struct {
+	Param, What, Why, Key string
+}
+
+// FeatureKey is the stable name of a request field path: the path without
+// its list indices ("tools[2].defer_loading" -> "tools.defer_loading").
+func FeatureKey(param string) string {
+	var b strings.Builder
+	for i := 0; i < len(param); i++ {
+		if param[i] == '[' {
+			for i < len(param) && param[i] != ']' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(param[i])
+	}
+	return b.String()
+}
+
+// RefusedFeatures returns the features of Untranslated that a target which
+// must translate cannot serve: all of them, less those whose Key the route
+// lets it drop (allowed, the route's translate_without).
+func (r *Request) RefusedFeatures(allowed []string) []Feature {
+	var out []Feature
+	for _, f := range r.Untranslated {
+		k := f.Key
+		if k == "" {
+			k = FeatureKey(f.Param)
+		}
+		if !slices.Contains(allowed, k) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Caller is the authenticated identity behind a request.

@@ -14,8 +14,35 @@ type Attempt struct {
 	Category gwerr.Category `json:"category,omitempty"` // empty on success
 	Phase    string         `json:"phase,omitempty"`    // where it failed: first_byte, first_token
 	Skipped  string         `json:"skipped,omitempty"`  // breaker_open, no_key
-	Latency  time.Duration  `json:"-"`
-	LatencyM float64        `json:"latency_ms"`
+	// Continues marks an attempt at continuing a stream cut mid-way.
+	Continues bool          `json:"continues,omitempty"`
+	Latency   time.Duration `json:"-"`
+	LatencyM  float64       `json:"latency_ms"`
+	// Stage is "" for an attempt at generating the answer, or the stage
+	// that made the call: StageModerationInput, StageModerationOutput.
+	Stage string `json:"stage,omitempty"`
+	// InputTokens and OutputTokens are a stage call's usage (a chat-based
+	// moderation check), priced into the request's cost.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
+}
+
+// Stages that make calls of their own, recorded as attempts.
+const (
+	StageModerationInput  = "moderation_input"
+	StageModerationOutput = "moderation_output"
+)
+
+// GenerationAttempts counts the attempts at generating the answer (stage
+// calls left out): x-gateway-attempts.
+func (t *Trace) GenerationAttempts() int {
+	n := 0
+	for i := range t.Attempts {
+		if t.Attempts[i].Stage == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Trace is what happened while serving one request.
@@ -31,6 +58,9 @@ type Trace struct {
 	// MalformedFrames counts upstream frames that were not valid JSON:
 	// skipped, never forwarded to the client.
 	MalformedFrames int
+	// Continued lists the targets that continued the stream after a cut
+	// (mid-stream continuation), in order.
+	Continued []string
 }
 
 // Millis converts a duration to fractional milliseconds, the unit of every

@@ -14,7 +14,6 @@ package failover
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -110,6 +109,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 		s, err := r.tryTarget(ctx, rq, step)
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
+			s.open(r, ctx, rq, depth)
 			return s, nil
 		}
 		if errors.Is(err, ErrClientGone) {
@@ -158,16 +158,18 @@ attempts:
 		if n == 1 {
 			r.Budget.Request(step.Provider)
 		} else {
-			if last.RetryAfter > pol.RetryAfterCap.D() {
+			keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
+			_, otherKey := r.Keys.Pick(step.Provider, step.Model)
+			if last.RetryAfter > pol.RetryAfterCap.D() && !(keyFault && otherKey) {
 				break // the provider asks for longer than we wait: move on
 			}
-			if last.Code == CodeFirstTokenTimeout && !pol.RetrySameTargetOnTimeout {
+			if (last.Code == CodeFirstTokenTimeout || last.Code == CodeHeadStall) && !pol.RetrySameTargetOnTimeout {
 				break // a silent provider must not double the wait
 			}
 			wait := max(last.RetryAfter, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
 			switch {
-			case last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests:
-				if _, other := r.Keys.Pick(step.Provider, step.Model); other {
+			case keyFault:
+				if otherKey {
 					wait = 0 // the next attempt uses another key: no retry budget spent
 					break
 				}
@@ -219,104 +221,4 @@ func endErr(ctx context.Context) error {
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}
 	}
 	return ErrClientGone
-}
-
-// attempt makes one call and reads up to the first content event.
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
-	tr := &rq.Trace
-	start := r.now()
-	actx, cancel := context.WithCancelCause(ctx)
-	limit := step.FirstTokenTimeout
-	if !rq.Stream {
-		limit = rq.Policy.ResponseTimeout.D()
-	}
-	wd := time.AfterFunc(limit, func() { cancel(errFirstToken) })
-	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
-	call := &provider.Call{Req: rq, Step: step, Key: key,
-		OnResponse: func(status int, h http.Header) {
-			rec.Status = status
-			r.Keys.Observe(step.Provider, step.Model, key, status, h)
-		}}
-	fail := func(stream provider.Stream, err error) (*Session, error) {
-		wd.Stop()
-		cancel(nil)
-		if stream != nil {
-			stream.Close()
-		}
-		ge, outcome := r.classify(ctx, actx, err, limit)
-		done(outcome)
-		rec.Latency = r.now().Sub(start)
-		rec.LatencyM = exchange.Millis(rec.Latency)
-		if ge == nil {
-			rec.Category = "client_cancelled"
-			tr.Attempts = append(tr.Attempts, rec)
-			return nil, ErrClientGone
-		}
-		rec.Category = ge.Category
-		tr.Attempts = append(tr.Attempts, rec)
-		return nil, ge
-	}
-	stream, err := r.Providers[step.Provider].Send(actx, call)
-	if err != nil {
-		return fail(nil, err)
-	}
-	rec.Phase = "first_token"
-	var head []exchange.Event
-	answered, ended := false, false
-	for {
-		ev, err := stream.Next()
-		if err == io.EOF {
-			// Ended without content. It is still an answer when it stopped
-			// for length or a content filter, or spent output tokens (on
-			// hidden reasoning): the client decides. Only a truly empty
-			// success is retried or failed over.
-			if answered || stream.Usage().Output > 0 {
-				ended = true
-				break
-			}
-			return fail(stream, provider.EmptyResponse(step.Provider))
-		}
-		if err != nil {
-			return fail(stream, err)
-		}
-		if ev.IsUsageOnly() && !rq.WantsUsage {
-			continue
-		}
-		head = append(head, ev.Clone())
-		if ev.Commits() {
-			break
-		}
-		if ev.Finishes() && (ev.Finish == exchange.FinishLength || ev.Finish == exchange.FinishContentFilter) {
-			answered = true
-		}
-	}
-	wd.Stop()
-	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
-	idle.Stop()
-	rec.Latency = r.now().Sub(start)
-	rec.LatencyM = exchange.Millis(rec.Latency)
-	rec.Phase = ""
-	tr.Attempts = append(tr.Attempts, rec)
-	return &Session{
-		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: rq.Policy.IdleTimeout.D(), done: done, wantUsage: rq.WantsUsage, ended: ended,
-	}, nil
-}
-
-// classify maps an attempt's error to what the client and the breaker see.
-// A nil *gwerr.Error means the client left.
-func (r *Router) classify(ctx, actx context.Context, err error, limit time.Duration) (*gwerr.Error, breaker.Outcome) {
-	switch cause := context.Cause(actx); {
-	case errors.Is(cause, errFirstToken):
-		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeFirstTokenTimeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
-	case errors.Is(cause, ErrDeadline):
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
-	case ctx.Err() != nil:
-		return nil, breaker.Ignored
-	}
-	ge := gwerr.As(err)
-	if ge.Category.ProviderFault() && ge.Code != provider.CodeProviderCredentials {
-		return ge, breaker.Failure
-	}
-	return ge, breaker.Ignored
 }

@@ -18,7 +18,8 @@ import (
 // content. Next relays the rest under the mid-stream rules; End must be
 // called once.
 type Session struct {
-	// Step is the target that serves.
+	// Step is the target that serves (after a mid-stream continuation, the
+	// one that continues).
 	Step config.Step
 
 	head      []exchange.Event
@@ -33,30 +34,59 @@ type Session struct {
 	fault     bool // the upstream failed mid-stream: the breaker hears of it
 	ended     bool // the upstream already ended cleanly: only the head is left
 	endOnce   sync.Once
+
+	// cont is the mid-stream continuation state (nil: the route does not
+	// continue cut streams).
+	cont *continuation
+}
+
+// open gives a session what a mid-stream continuation needs: the router,
+// the request and the chain index of the target that serves.
+func (s *Session) open(r *Router, ctx context.Context, rq *exchange.Request, depth int) {
+	if rq.Stream && rq.Policy.ContinuesMidStream() {
+		s.cont = &continuation{r: r, rq: rq, depth: depth}
+	}
 }
 
 // Next returns the next event to send. io.EOF means the upstream finished
 // cleanly. ErrClientGone means the client left. Any other error is a
 // *gwerr.Error for the mid-stream error event: category interrupted, or
-// timeout when the idle gap or the request deadline ran out.
+// timeout when the idle gap or the request deadline ran out. On a route
+// with continuation, a cut stream is continued when a target can (see
+// continuation), and Next returns a Continuation event instead.
 func (s *Session) Next() (exchange.Event, error) {
 	if len(s.head) > 0 {
 		f := s.head[0]
 		s.head = s.head[1:]
+		s.cont.track(&f)
 		return f, nil
 	}
 	if s.ended {
 		return exchange.Event{}, io.EOF
 	}
 	for {
+		// The idle timer measures the upstream only: while the relay is
+		// blocked on a slow client (back-pressure) no Next is pending and
+		// the provider must not be blamed for the gap.
 		s.wd.Reset(s.idle)
 		ev, err := s.stream.Next()
+		s.wd.Stop()
 		if err != nil {
-			return ev, s.midStream(err)
+			merr := s.midStream(err)
+			if s.fault && s.cont != nil {
+				if cev, ok := s.cont.resume(s); ok {
+					return cev, nil
+				}
+			}
+			return ev, merr
 		}
 		if ev.IsUsageOnly() && !s.wantUsage {
 			continue
 		}
+		if ev.Kind == exchange.Usage && s.cont != nil {
+			ev.Usage = add(s.cont.spent, ev.Usage) // the client is told every attempt's tokens
+		}
+		s.cont.track(&ev)
 		return ev, nil
 	}
 }
@@ -85,8 +115,14 @@ func (s *Session) midStream(err error) error {
 	return out
 }
 
-// Usage returns the tokens counted so far.
-func (s *Session) Usage() exchange.TokenUsage { return s.stream.Usage() }
+// Usage returns the tokens counted so far (every attempt's, after a
+// continuation).
+func (s *Session) Usage() exchange.TokenUsage {
+	if s.cont != nil && s.cont.spent != (exchange.TokenUsage{}) {
+		return add(s.cont.spent, s.stream.Usage())
+	}
+	return s.stream.Usage()
+}
 
 // End releases the upstream and tells the breaker how it went: err is what
 // Next returned last (io.EOF for a clean end), or the error that stopped the

@@ -52,11 +52,27 @@ type Encoder interface {
 	Fail(dst []byte, e *gwerr.Error, rid string, u exchange.TokenUsage) []byte
 }
 
-// Error codes the front sets that an ingress answers with a status of its
-// own rather than its category's.
+// Counter is implemented by an ingress whose API counts a request's input
+// tokens without generating (Anthropic's POST /v1/messages/count_tokens).
+// The front serves it at the registry entry's CountPaths: authenticated and
+// routed like a generation, with no limits, no failover and no usage
+// record.
+type Counter interface {
+	// DecodeCount validates a count request's body and fills req as Decode
+	// does.
+	DecodeCount(r *http.Request, body []byte, req *exchange.Request) error
+	// WriteCount answers with the count; estimated marks the gateway's own
+	// estimate (no upstream counted it).
+	WriteCount(w http.ResponseWriter, req *exchange.Request, tokens int, estimated bool) int
+}
+
+// Error codes the front sets that an ingress may answer with a status of
+// its own (Anthropic's 413 request_too_large, a 405).
 const (
-	// CodeMethodNotAllowed marks a request with the wrong HTTP method (405).
+	// CodeMethodNotAllowed marks a request with the wrong HTTP method.
 	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeBodyTooLarge marks a body over server.max_body_bytes.
+	CodeBodyTooLarge = "body_too_large"
 	// CodeUnsupportedMediaType marks a body whose Content-Type is not JSON
 	// (415).
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -73,6 +89,17 @@ func Status(e *gwerr.Error) int {
 		return http.StatusUnsupportedMediaType
 	}
 	return e.Category.Status()
+}
+
+// RawDecoder is implemented by an ingress that can read its own API's
+// upstream frames (Raw events: bytes an upstream of the same API sent,
+// relayed untouched) back into canonical events. The response cache stores
+// canonical events, and the pacer weighs raw frames by the text they carry.
+// ok is false when a frame carries something the canonical events cannot
+// represent (several choices, log probabilities, a refusal, ...): such a
+// response is relayed as it is but not cached.
+type RawDecoder interface {
+	DecodeRaw(dst []exchange.Event, ev *exchange.Event) (out []exchange.Event, ok bool)
 }
 
 // SetErrorHeaders sets the headers every error response carries, whatever

@@ -44,3 +44,22 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestMalformedFramesMetric: a request whose upstream sent frames that were
+// not JSON emits MalformedFrames by route (issue 13, item 7); others emit
+// none.
+func TestMalformedFramesMetric(t *testing.T) {
+	for _, n := range []int{0, 3} {
+		var buf bytes.Buffer
+		e := &EMF{W: &buf, Stage: "prod"}
+		e.Request(&exchange.Record{RequestID: "r1", Route: "gpt", MalformedFrames: n})
+		var doc map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := doc["MalformedFrames"]
+		if n == 0 && ok || n > 0 && (got != float64(n) || !strings.Contains(buf.String(), `{"Name":"MalformedFrames","Unit":"Count"}`)) {
+			t.Errorf("malformed %d: %s", n, buf.String())
+		}
+	}
+}

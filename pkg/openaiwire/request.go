@@ -160,69 +160,6 @@ type ImageURL struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// ToolCall is an assistant message's tool call.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall is a tool call's function name and JSON-encoded arguments.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Tool is a tool definition.
-type Tool struct {
-	Type     string          `json:"type"`
-	Function FunctionDef     `json:"function"`
-	CacheCtl json.RawMessage `json:"cache_control,omitempty"`
-}
-
-// FunctionDef describes a callable function.
-type FunctionDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
-}
-
-// ToolChoice is tool_choice: "none", "auto", "required", or a named function.
-type ToolChoice struct {
-	Mode     string // none, auto, required, or function
-	Function string // the forced function's name when Mode is function
-}
-
-// UnmarshalJSON accepts the string modes and {"type":"function","function":{"name":...}}.
-func (t *ToolChoice) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &t.Mode); err != nil {
-			return err
-		}
-		switch t.Mode {
-		case "none", "auto", "required":
-			return nil
-		}
-		return fieldValueError("tool_choice", "must be none, auto, required or a function object")
-	}
-	var obj struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return fieldTypeError("tool_choice", "a string or an object")
-	}
-	if obj.Type != "function" || obj.Function.Name == "" {
-		return fieldValueError("tool_choice", "an object must be {\"type\":\"function\",\"function\":{\"name\":...}}")
-	}
-	t.Mode, t.Function = "function", obj.Function.Name
-	return nil
-}
-
 // ResponseFormat is response_format.
 type ResponseFormat struct {
 	Type       string          `json:"type"`
@@ -327,6 +264,7 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 	if err := req.validate(lim); err != nil {
 		return nil, err
 	}
+	req.keepRawTools(body)
 	return &req, nil
 }
 
@@ -401,11 +339,14 @@ func (r *ChatRequest) validate(lim Limits) error {
 		return bad("stop", "stop takes at most 4 sequences")
 	}
 	for i, t := range r.Tools {
-		if t.Type != "function" {
-			return bad(fmt.Sprintf("tools[%d].type", i), "tools[%d].type must be \"function\"", i)
-		}
-		if t.Function.Name == "" {
+		switch {
+		case t.Type == "":
+			return bad(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is required", i)
+		case t.Type == "function" && t.Function.Name == "":
 			return bad(fmt.Sprintf("tools[%d].function.name", i), "tools[%d].function.name is required", i)
+		}
+		if t.Type != "function" {
+			continue // other tool types pass through; only function names have the providers' rule
 		}
 		if err := checkFunctionName(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name); err != nil {
 			return err
@@ -433,15 +374,6 @@ func (r *ChatRequest) validate(lim Limits) error {
 		return bad("stream_options", "stream_options is only allowed when stream is true")
 	}
 	return nil
-}
-
-func (r *ChatRequest) hasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t.Function.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens, else 0.

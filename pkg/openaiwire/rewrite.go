@@ -171,17 +171,30 @@ func skipValue(b []byte, i int) int {
 type RewriteOptions struct {
 	Model        string // the upstream model id that replaces "model"
 	IncludeUsage bool   // set stream_options.include_usage to true
-	// MaxTokens, when > 0 and the body has neither max_tokens nor
-	// max_completion_tokens, adds MaxTokensField (default "max_tokens")
-	// with this value.
+	// MaxTokens, when > 0 and the body has no output limit, adds
+	// MaxTokensField (default "max_tokens") with this value. For the chat
+	// fields (max_tokens, max_completion_tokens) either one counts as a
+	// limit; any other field (the Responses API's max_output_tokens) only
+	// counts itself.
 	MaxTokens      int
 	MaxTokensField string
+}
+
+// isLimitField reports whether key k is an output limit for a body whose
+// cap goes in field.
+func isLimitField(k, field string) bool {
+	switch field {
+	case "", "max_tokens", "max_completion_tokens":
+		return k == "max_tokens" || k == "max_completion_tokens"
+	}
+	return k == field
 }
 
 // Rewrite returns body with only the model replaced and, when asked,
 // stream_options.include_usage set. Every other byte, including unknown and
 // vendor-specific fields, their order and their formatting, is kept. body
-// must have passed Parse. dst is reused when it has room.
+// must have passed Parse (or, for another OpenAI API, CheckObject). dst is
+// reused when it has room.
 func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 	type span struct {
 		start, end int
@@ -191,9 +204,10 @@ func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 	n := 0
 	var soSeen, maxSeen bool
 	err := members(body, func(m member) bool {
-		switch m.key {
-		case "max_tokens", "max_completion_tokens":
+		if isLimitField(m.key, opt.MaxTokensField) {
 			maxSeen = true
+		}
+		switch m.key {
 		case "model":
 			if n == len(edits) {
 				return false // not a body Parse accepted (duplicate keys)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
 
@@ -131,5 +132,27 @@ func InBandError(providerID, errType string) *gwerr.Error {
 	if e.Message == "provider returned an unexpected status" {
 		e.Message = "provider reported an error in the stream"
 	}
+	return e
+}
+
+// RefuseUntranslated returns the unsupported-feature error for an attempt
+// at target whose provider does not speak the request's API natively
+// (native false) while the request holds a feature only such an upstream
+// can honour (exchange.Request.Untranslated); nil when the attempt may go
+// ahead. The provider registry applies it to every adapter.
+func RefuseUntranslated(req *exchange.Request, target string, native bool) *gwerr.Error {
+	if native || len(req.Untranslated) == 0 {
+		return nil
+	}
+	refused := req.RefusedFeatures(req.Policy.TranslateWithout)
+	if len(refused) == 0 {
+		return nil // the route lets translating targets serve without them
+	}
+	f := refused[0]
+	e := Unsupported(target, f.Param, f.What)
+	if f.Why == "" {
+		f.Why = "only an upstream that speaks the " + string(req.API) + " API natively can honour it"
+	}
+	e.Message += ": " + f.Why
 	return e
 }

@@ -9,6 +9,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -84,4 +85,31 @@ func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
 		return
 	}
 	h.Set(header, k.Secret)
+}
+
+// TokenCounter is implemented by adapters whose upstream counts a request's
+// input tokens without generating (Anthropic's count_tokens). The front
+// asks the first available target of a route that has one; every other
+// route gets the gateway's estimate.
+type TokenCounter interface {
+	// CountTokens returns the upstream's count of call.Req's input tokens,
+	// or ErrCannotCount when this request cannot be counted upstream.
+	CountTokens(ctx context.Context, call *Call) (int, error)
+}
+
+// ErrCannotCount is returned by a TokenCounter for a request it cannot
+// count (another API's request): the front falls back to its estimate.
+var ErrCannotCount = errors.New("provider: this request cannot be counted upstream")
+
+// Underlying returns the adapter behind wrappers (a wrapper has an Unwrap
+// method returning what it wraps), for optional interfaces such as
+// TokenCounter.
+func Underlying(p Provider) Provider {
+	for {
+		u, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			return p
+		}
+		p = u.Unwrap()
+	}
 }

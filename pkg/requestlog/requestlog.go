@@ -27,7 +27,10 @@ func Write(log *slog.Logger, r *http.Request, rec *exchange.Record) {
 		slog.Float64("ttft_ms", rec.TTFTMillis), slog.Float64("latency_ms", rec.LatencyMillis),
 		slog.Int("tokens_in", rec.InputTokens), slog.Int("tokens_out", rec.OutputTokens),
 		slog.Int("tokens_cached", rec.CachedTokens), slog.Bool("tokens_estimated", rec.Estimated),
-		slog.Float64("cost_usd", rec.CostUSD), slog.Int("malformed_frames", rec.MalformedFrames))
+		slog.Float64("cost_usd", rec.CostUSD), slog.Int("malformed_frames", rec.MalformedFrames),
+		slog.Bool("client_dropped", rec.ClientDropped), slog.String("response_cache", rec.ResponseCache),
+		slog.Float64("saved_cost_usd", rec.SavedCostUSD), slog.String("pacing", rec.Pacing),
+		slog.Any("continued_by", rec.ContinuedBy))
 }
 
 // ClientIP is the caller's address: on Lambda, lambdaurl puts the Function

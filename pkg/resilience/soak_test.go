@@ -170,7 +170,10 @@ routes:
 				if prov != primaries[route] || e.Provider != prov || (e.Category != "interrupted" && e.Category != "timeout") {
 					fail("%s: error event from %s: %+v", route, prov, e)
 				}
-				if !strings.HasPrefix(full, r.Text) || r.Text == full {
+				// A cut drops part of the text; an idle gap may come after
+				// the last word, before the finish chunk (on a loaded
+				// machine the healthy script's 1 ms pauses can stretch).
+				if !strings.HasPrefix(full, r.Text) || r.Text == full && e.Category != "timeout" {
 					fail("%s: cut stream text %q", route, r.Text)
 				}
 			}

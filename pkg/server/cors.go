@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress"
 )
 
 // CORS (server.cors; off unless it lists origins). A request from a page
@@ -29,7 +30,7 @@ import (
 
 // cors applies the CORS policy of the config in force to r. It reports
 // whether it answered the request (a preflight).
-func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string) bool {
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress) bool {
 	origin := r.Header.Get("Origin")
 	preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
 	c := h.current.Load().cfg.Server.CORS
@@ -39,7 +40,7 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string) bool 
 			if h.opts.ExternalCORS {
 				why = "CORS is answered in front of the gateway (on AWS: the Function URL, set from server.cors of the seed config), which has none"
 			}
-			h.refusePreflight(w, r, rid, why)
+			h.refusePreflight(w, r, rid, shape, why)
 			return true
 		}
 		return false
@@ -53,7 +54,7 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string) bool 
 		return false
 	}
 	if why := preflightRefusal(c, origin, r); why != "" {
-		h.refusePreflight(w, r, rid, why)
+		h.refusePreflight(w, r, rid, shape, why)
 		return true
 	}
 	hd := w.Header()
@@ -84,11 +85,12 @@ func preflightRefusal(c config.CORS, origin string, r *http.Request) string {
 }
 
 // refusePreflight answers a preflight with a 403 and no CORS headers (the
-// browser then refuses the request it was asking about), and logs why.
-func (h *Handler) refusePreflight(w http.ResponseWriter, r *http.Request, rid, why string) {
+// browser then refuses the request it was asking about), in the path's
+// error shape, and logs why.
+func (h *Handler) refusePreflight(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress, why string) {
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "cors preflight refused", slog.String("request_id", rid),
 		slog.String("origin", r.Header.Get("Origin")), slog.String("path", r.URL.Path), slog.String("reason", why))
-	writeError(w, gwerr.New(gwerr.Permission, "CORS preflight refused: %s", why).WithCode("cors_refused"), rid)
+	writeErrorIn(w, shape, gwerr.New(gwerr.Permission, "CORS preflight refused: %s", why).WithCode("cors_refused"), rid)
 }
 
 // clip bounds a client-supplied value quoted in a message.

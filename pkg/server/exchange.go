@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type exchangeState struct {
 	req    *exchange.Request
 	rec    exchange.Record
 	settle exchange.Settle
+	// end is the error that ended the relay: io.EOF after a clean end.
+	end error
+	// pacing is the profile the response is paced with ("" none).
+	pacing string
+	// cancel cancels the request's upstream work.
+	cancel context.CancelFunc
 }
 
 // serve runs one request of any client API through the shared pipeline:
@@ -73,16 +80,8 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 
 	ctx, cancel := requestContext(r.Context(), req.Start, cfg.Server.RequestTimeout.D(), cfg.Server.DeadlineMargin.D())
 	defer cancel()
-	sess, err := rt.router.Open(ctx, req)
-	if err != nil {
-		if errors.Is(err, failover.ErrClientGone) {
-			x.rec.Outcome, x.rec.Status = "client_cancelled", 499
-			return
-		}
-		x.fail(gwerr.As(err))
-		return
-	}
-	x.relay(sess)
+	x.cancel = cancel
+	x.generate(ctx)
 }
 
 // route reads the feature tag and resolves the route's chain, checking the
@@ -108,6 +107,13 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 		return gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Route).WithParam("model").WithCode("model_not_allowed")
 	}
 	req.Steps, req.Policy = steps, route.Policy
+	if p := x.h.opts.Pacing; p != nil {
+		name, err := p.Profile(x.r, req, route.Pacing)
+		if err != nil {
+			return gwerr.As(err)
+		}
+		x.pacing = name
+	}
 	return nil
 }
 
@@ -122,88 +128,46 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 	return context.WithDeadlineCause(parent, deadline, failover.ErrDeadline)
 }
 
-// relay writes a committed response through the ingress's encoder: the same
-// loop for streams and whole bodies. A stream is written event by event; a
-// non-streaming body is sent whole at the end, with a Content-Length, so the
-// client has its answer without waiting for the record to be written.
-func (x *exchangeState) relay(sess *failover.Session) {
-	enc := x.in.NewEncoder(x.req)
-	x.setGatewayHeaders()
-	h := x.w.Header()
-	h.Set("Content-Type", enc.ContentType())
-	stream := x.req.Stream
-	if stream {
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	}
-	rc := http.NewResponseController(x.w)
-	var buf []byte
-	ev, err := sess.Next()
-	for ; err == nil; ev, err = sess.Next() {
-		if !stream {
-			enc.Event(nil, &ev)
-			continue
-		}
-		buf = enc.Event(buf[:0], &ev)
-		if werr := write(x.w, rc, buf); werr != nil {
-			err = failover.ErrClientGone
-			break
-		}
-	}
-	u := sess.Usage()
-	sess.End(err)
-	x.rec.SetUsage(u)
-	switch {
-	case err == io.EOF && !stream:
-		body := enc.End(nil, u)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		x.w.WriteHeader(http.StatusOK)
-		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-		write(x.w, rc, body)
-	case err == io.EOF:
-		write(x.w, rc, enc.End(buf[:0], u))
-	case errors.Is(err, failover.ErrClientGone):
-		x.rec.Outcome = "client_cancelled"
-	case !stream:
-		x.fail(gwerr.As(err))
-	default:
-		ge := gwerr.As(err)
-		x.rec.Outcome = string(ge.Category)
-		write(x.w, rc, enc.Fail(buf[:0], ge, x.req.ID, u))
-	}
-}
-
-// write sends one piece and flushes it. lambdaurl's writer cannot flush and
-// does not need to (every write streams), so ErrNotSupported is fine.
-func write(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
-
 // setGatewayHeaders sets the headers every response of the pipeline carries.
 func (x *exchangeState) setGatewayHeaders() {
 	h := x.w.Header()
 	tr := &x.req.Trace
-	h.Set("x-gateway-attempts", strconv.Itoa(len(tr.Attempts)))
+	h.Set("x-gateway-attempts", strconv.Itoa(tr.GenerationAttempts()))
 	h.Set("x-gateway-fallback-depth", strconv.Itoa(tr.FallbackDepth))
 	if tr.Provider != "" {
 		h.Set("x-gateway-provider", tr.Provider)
-	} else if n := len(tr.Attempts); n > 0 {
-		p, _, _ := strings.Cut(tr.Attempts[n-1].Target, "/")
-		h.Set("x-gateway-provider", p)
+	} else {
+		for i := len(tr.Attempts) - 1; i >= 0; i-- {
+			if tr.Attempts[i].Stage == "" {
+				p, _, _ := strings.Cut(tr.Attempts[i].Target, "/")
+				h.Set("x-gateway-provider", p)
+				break
+			}
+		}
 	}
+}
+
+// noteDropped says which request features the serving target went without:
+// when it does not speak the client's API and the route's
+// translate_without let it drop some (the only way such a target serves a
+// request holding them), the response carries x-gateway-dropped-features
+// and the record lists them.
+func (x *exchangeState) noteDropped() {
+	req := x.req
+	p, ok := x.rt.cfg.Providers[req.Trace.Provider]
+	if !ok || len(req.Untranslated) == 0 || p.Speaks(string(req.API)) {
+		return
+	}
+	for _, f := range req.Untranslated {
+		k := f.Key
+		if k == "" {
+			k = exchange.FeatureKey(f.Param)
+		}
+		if !slices.Contains(x.rec.DroppedFeatures, k) {
+			x.rec.DroppedFeatures = append(x.rec.DroppedFeatures, k)
+		}
+	}
+	x.w.Header().Set("x-gateway-dropped-features", strings.Join(x.rec.DroppedFeatures, ","))
 }
 
 // fail answers with an error before anything was committed, in the
@@ -215,19 +179,26 @@ func (x *exchangeState) setGatewayHeaders() {
 // never for the caller's own mistakes.
 func (x *exchangeState) fail(e *gwerr.Error) {
 	x.setGatewayHeaders()
-	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && len(x.req.Trace.Attempts) <= 1
+	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && x.req.Trace.GenerationAttempts() <= 1
 	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)
 }
 
 // finish completes the record: settlement, log line, usage hook. The
-// client may be gone; settlement and the record must still happen.
+// client may be gone; settlement and the record must still happen, within
+// 5 s and before the request's own deadline (on Lambda the invocation's:
+// the environment may be frozen right after it).
 func (x *exchangeState) finish() {
 	x.rec.Fill(x.req)
 	x.rec.LatencyMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), finishTimeout)
 	defer cancel()
+	if dl, ok := x.r.Context().Deadline(); ok {
+		var cancelDL context.CancelFunc
+		ctx, cancelDL = context.WithDeadline(ctx, dl)
+		defer cancelDL()
+	}
 	if x.h.opts.Cost != nil {
 		x.rec.CostUSD = x.h.opts.Cost(x.rt.cfg, &x.rec)
 	}
@@ -240,16 +211,20 @@ func (x *exchangeState) finish() {
 	}
 }
 
+// finishTimeout bounds what happens after the response: settlement and the
+// usage record (its retries, then its spill).
+const finishTimeout = 5 * time.Second
+
 // readBody reads the whole body within the size limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwerr.Error) {
 	if r.ContentLength > limit {
-		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode("body_too_large")
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode(ingress.CodeBodyTooLarge)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode("body_too_large")
+			return nil, gwerr.New(gwerr.InvalidRequest, "request body exceeds the limit of %d bytes", limit).WithCode(ingress.CodeBodyTooLarge)
 		}
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body could not be read")
 	}

@@ -19,9 +19,42 @@ type modelObject struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-// models serves GET /v1/models: the logical models (routes).
+// anthropicModel is one entry of GET /v1/models in Anthropic's shape.
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// modelEpoch is the created time of every logical model: routes have no
+// creation date (OpenAI's list says 0, Anthropic's the same instant).
+const modelEpoch = "1970-01-01T00:00:00Z"
+
+// models serves GET /v1/models: the logical models (routes), in Anthropic's
+// shape ({"data":[{"type":"model","id","display_name","created_at"}],
+// "has_more","first_id","last_id"}) for Anthropic clients, else OpenAI's.
 func (h *Handler) models(w http.ResponseWriter, r *http.Request, rid string) {
 	cfg := h.current.Load().cfg
+	if anthropicClient(r) {
+		list := struct {
+			Data    []anthropicModel `json:"data"`
+			HasMore bool             `json:"has_more"`
+			FirstID *string          `json:"first_id"`
+			LastID  *string          `json:"last_id"`
+		}{Data: []anthropicModel{}}
+		caller := exchange.CallerFrom(r.Context())
+		for _, name := range cfg.RouteNames() {
+			if caller.MayUse(name) {
+				list.Data = append(list.Data, anthropicModel{Type: "model", ID: name, DisplayName: name, CreatedAt: modelEpoch})
+			}
+		}
+		if n := len(list.Data); n > 0 {
+			list.FirstID, list.LastID = &list.Data[0].ID, &list.Data[n-1].ID
+		}
+		writeJSON(w, http.StatusOK, list)
+		return
+	}
 	list := struct {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
@@ -44,7 +77,11 @@ func modelPath(p string) (string, bool) {
 // model serves GET /v1/models/{id}.
 func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
 	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !exchange.CallerFrom(r.Context()).MayUse(id) {
-		writeError(w, gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		writeErrorIn(w, errorShape(r, nil, nil), gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		return
+	}
+	if anthropicClient(r) {
+		writeJSON(w, http.StatusOK, anthropicModel{Type: "model", ID: id, DisplayName: id, CreatedAt: modelEpoch})
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject{ID: id, Object: "model", OwnedBy: "llmgw"})

@@ -1,7 +1,9 @@
-// Package server is the gateway's HTTP front: the OpenAI-compatible API
-// (POST /v1/chat/completions, GET /v1/models), GET /healthz (HEAD wherever
-// GET works), CORS (server.cors), request ids, the Content-Type check, the
-// per-request log line and usage record, and panic recovery. The same
+// Package server is the gateway's HTTP front: the client APIs of
+// pkg/ingress/registry (OpenAI Chat Completions, Anthropic Messages and its
+// count_tokens), GET /v1/models (in OpenAI's shape, or Anthropic's for
+// Anthropic clients), GET /healthz (HEAD wherever GET works), CORS
+// (server.cors), the Content-Type check, request ids,
+// the per-request log line and usage record, and panic recovery. The same
 // http.Handler serves local mode (net/http) and Lambda (lambdaurl).
 package server
 
@@ -23,10 +25,12 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/retry"
+	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
@@ -77,6 +81,10 @@ type Options struct {
 	// authentication; the caller is in the request context
 	// (exchange.CallerFrom).
 	Extra map[string]http.Handler
+	// Budget caps retries per provider (nil: a retry.Budget of this
+	// process only). pkg/app gives every instance one budget shared
+	// through the store (retry.NewSharedBudget).
+	Budget *retry.Budget
 	// Admit enforces limits and budgets before spend (nil: none).
 	Admit Admitter
 	// Cost prices a finished request's usage from the config's price table
@@ -90,6 +98,16 @@ type Options struct {
 	// preflight that reaches it. Otherwise the handler applies the config's
 	// server.cors itself (local mode).
 	ExternalCORS bool
+	// Moderation checks requests (and, by policy, answers) before anything
+	// is generated or sent (moderation.Moderator); nil: no moderation,
+	// whatever the config's policies say.
+	Moderation stage.Moderation
+	// Cache answers repeated requests from stored answers (cache.Cache);
+	// nil: no response cache.
+	Cache stage.Cache
+	// Pacing releases streamed text at a selected profile's rate
+	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
+	Pacing stage.Pacing
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests
@@ -104,8 +122,10 @@ type Handler struct {
 	log     *slog.Logger
 	budget  *retry.Budget
 	current atomic.Pointer[runtimeState]
-	// ingresses maps each POST path to the client API served there.
+	// ingresses maps each POST path to the client API served there;
+	// counters each token-count path to the API (an ingress.Counter).
 	ingresses map[string]ingress.Ingress
+	counters  map[string]ingress.Ingress
 }
 
 // runtimeState is everything derived from one config.
@@ -129,13 +149,22 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.ResolveKey == nil {
 		opts.ResolveKey = keyledger.Env
 	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: retry.NewBudget(), ingresses: map[string]ingress.Ingress{}}
+	if opts.Budget == nil {
+		opts.Budget = retry.NewBudget()
+		opts.Budget.Now = opts.Now
+	}
+	h := &Handler{opts: opts, log: opts.Logger, budget: opts.Budget, ingresses: map[string]ingress.Ingress{},
+		counters: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
 		for _, p := range e.Paths {
 			h.ingresses[p] = e.Ingress
 		}
+		if _, ok := e.Ingress.(ingress.Counter); ok {
+			for _, p := range e.CountPaths {
+				h.counters[p] = e.Ingress
+			}
+		}
 	}
-	h.budget.Now = opts.Now
 	if h.opts.Breakers == nil || h.opts.Keys == nil {
 		// State of this process only: nothing to share it with, nothing
 		// to keep after exit.
@@ -200,6 +229,8 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
 	rw.Header().Set("x-request-id", rid)
 	w := &trackingWriter{ResponseWriter: rw}
+	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
+	shape := errorShape(r, in, counter)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -208,30 +239,32 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeError(w, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeErrorIn(w, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
-	if h.cors(w, r, rid) {
+	if h.cors(w, r, rid, shape) {
 		return
 	}
-	if _, post := h.ingresses[r.URL.Path]; r.Method == http.MethodHead && !post {
+	if r.Method == http.MethodHead && in == nil && counter == nil {
 		hw := &headWriter{ResponseWriter: w}
 		get := r.WithContext(r.Context())
 		get.Method = http.MethodGet
-		h.route(hw, get, rid)
+		h.route(hw, get, rid, shape)
 		hw.finish()
 		return
 	}
-	h.route(w, r, rid)
+	h.route(w, r, rid, shape)
 }
 
-// route serves a request by its path. HEAD requests for every path that
+// route serves a request by its path, answering errors before a client
+// API's pipeline in shape (errorShape). HEAD requests for every path that
 // is not a client API's arrive here as GET, through a headWriter.
-func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string) {
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress) {
+	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, getMethods)
+			methodNotAllowed(w, nil, rid, getMethods)
 			return
 		}
 		h.health(w, r)
@@ -239,22 +272,26 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string) {
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeError(w, gwerr.As(err), rid)
+		writeErrorIn(w, shape, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
-	if in, ok := h.ingresses[r.URL.Path]; ok {
+	if in != nil || counter != nil {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, rid, http.MethodPost)
+			methodNotAllowed(w, shape, rid, http.MethodPost)
 			return
 		}
-		h.serve(in, w, r, rid)
+		if in != nil {
+			h.serve(in, w, r, rid)
+		} else {
+			h.count(counter, w, r, rid)
+		}
 		return
 	}
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, rid, getMethods)
+			methodNotAllowed(w, shape, rid, getMethods)
 			return
 		}
 		h.models(w, r, rid)
@@ -267,17 +304,48 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string) {
 			h.model(w, r, rid, m)
 			return
 		}
-		writeError(w, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
 // getMethods is the Allow header of the paths that answer GET (and HEAD).
 const getMethods = "GET, HEAD"
 
-func methodNotAllowed(w http.ResponseWriter, rid, allow string) {
+// errorShape is the client API whose error shape the front uses before a
+// request reaches its pipeline (authentication, methods, unknown paths,
+// panics): the ingress of the path (or of its token-count path), else the
+// Anthropic shape for a client that sends Anthropic's headers, else nil
+// (the OpenAI shape).
+func errorShape(r *http.Request, in, counter ingress.Ingress) ingress.Ingress {
+	switch {
+	case in != nil:
+		return in
+	case counter != nil:
+		return counter
+	case anthropicClient(r):
+		return messages.Ingress{}
+	}
+	return nil
+}
+
+// anthropicClient reports whether a request comes from an Anthropic client
+// (it sends anthropic-version, or its key as x-api-key).
+func anthropicClient(r *http.Request) bool {
+	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
+}
+
+// writeErrorIn writes e in shape's error format (nil: the OpenAI shape).
+func writeErrorIn(w http.ResponseWriter, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+	if shape == nil {
+		return writeError(w, e, rid)
+	}
+	return shape.WriteError(w, &exchange.Request{ID: rid}, e)
+}
+
+func methodNotAllowed(w http.ResponseWriter, shape ingress.Ingress, rid, allow string) {
 	w.Header().Set("Allow", allow)
-	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode("method_not_allowed")
-	writeErrorStatus(w, e, rid, http.StatusMethodNotAllowed)
+	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed)
+	writeErrorIn(w, shape, e, rid)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -336,12 +404,8 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 	return c, nil
 }
 
-// writeError writes an error outside any client API's pipeline (unknown
-// path, method, authentication, panic) in the OpenAI error shape.
+// writeError writes an error outside any client API's pipeline in the
+// OpenAI error shape.
 func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
-	return chat.WriteError(w, e, rid, e.Category.Status())
-}
-
-func writeErrorStatus(w http.ResponseWriter, e *gwerr.Error, rid string, status int) int {
-	return chat.WriteError(w, e, rid, status)
+	return chat.WriteError(w, e, rid, ingress.Status(e))
 }

@@ -79,7 +79,7 @@ func mergeNodes(params []param) (*yaml.Node, map[*yaml.Node]int) {
 			continue
 		}
 		mark(&doc, i, origin, 0)
-		if root := deref(&doc); root != nil && root.Kind == yaml.MappingNode {
+		if root := config.Deref(&doc); root != nil && root.Kind == yaml.MappingNode {
 			acc = mergeNode(acc, root, origin)
 		}
 	}
@@ -99,7 +99,7 @@ func mark(n *yaml.Node, i int, origin map[*yaml.Node]int, depth int) {
 // mergeNode is mergeMaps on nodes: two string-keyed mappings merge, else
 // src replaces dst.
 func mergeNode(dst, src *yaml.Node, origin map[*yaml.Node]int) *yaml.Node {
-	d, s := deref(dst), deref(src)
+	d, s := config.Deref(dst), config.Deref(src)
 	if !stringMap(d) || !stringMap(s) {
 		return src
 	}
@@ -121,23 +121,6 @@ func mergeNode(dst, src *yaml.Node, origin map[*yaml.Node]int) *yaml.Node {
 	return m
 }
 
-// deref follows aliases and unwraps a document node.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && i < 64; i++ {
-		switch {
-		case n.Kind == yaml.AliasNode:
-			n = n.Alias
-		case n.Kind == yaml.DocumentNode && len(n.Content) > 0:
-			n = n.Content[0]
-		case n.Kind == yaml.DocumentNode:
-			return nil
-		default:
-			return n
-		}
-	}
-	return nil
-}
-
 // stringMap reports a mapping that yaml.v3 decodes as map[string]any
 // (what mergeMaps merges).
 func stringMap(n *yaml.Node) bool {
@@ -155,7 +138,7 @@ func stringMap(n *yaml.Node) bool {
 // entries are a mapping's effective key/value pairs as yaml.v3 decodes
 // them: its own, then those of its << merges it does not set itself.
 func entries(m *yaml.Node, depth int) [][2]*yaml.Node {
-	m = deref(m)
+	m = config.Deref(m)
 	if m == nil || m.Kind != yaml.MappingNode || depth > 16 {
 		return nil
 	}
@@ -177,7 +160,7 @@ func entries(m *yaml.Node, depth int) [][2]*yaml.Node {
 	}
 	for _, mv := range merges {
 		srcs := []*yaml.Node{mv}
-		if r := deref(mv); r != nil && r.Kind == yaml.SequenceNode {
+		if r := config.Deref(mv); r != nil && r.Kind == yaml.SequenceNode {
 			srcs = r.Content
 		}
 		for _, src := range srcs {

@@ -123,6 +123,17 @@ func answer(err error) bool {
 // request's path and must work from its cache instead. op names the call
 // in log lines.
 func (c *Caller) Do(blocking bool, op string, fn func(ctx context.Context) error) error {
+	return c.do(nil, blocking, op, fn)
+}
+
+// DoContext is [Caller.Do] with the call's context derived from parent:
+// the call ends at the Caller's timeout or when parent ends, whichever
+// comes first (NewContext is not used).
+func (c *Caller) DoContext(parent context.Context, blocking bool, op string, fn func(ctx context.Context) error) error {
+	return c.do(parent, blocking, op, fn)
+}
+
+func (c *Caller) do(parent context.Context, blocking bool, op string, fn func(ctx context.Context) error) error {
 	if blocking && !c.Healthy() {
 		return errStoreDown
 	}
@@ -130,7 +141,13 @@ func (c *Caller) Do(blocking bool, op string, fn func(ctx context.Context) error
 		c.failed(op, errStoreStuck)
 		return errStoreStuck
 	}
-	ctx, cancel := c.newContext()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if parent != nil {
+		ctx, cancel = context.WithTimeout(parent, c.opt.Timeout)
+	} else {
+		ctx, cancel = c.newContext()
+	}
 	defer cancel()
 	c.calls.Add(1)
 	if blocking {

@@ -7,12 +7,15 @@ package store
 //	breaker state    breaker#<target>                  state
 //	breaker window   breaker#<target>                  win#<time>
 //	breaker probes   breaker#<target>                  probe#<time>
+//	retry budget     retry#<provider>                  win#<time>
 //	ledger           ledger#<provider>#<fingerprint>   model#<model>
 //	ledger key       ledger#<provider>#<fingerprint>   credential
 //	budget           budget#<team>                     tag#<tag>#<window>#<time>
 //	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
 //	rollup           rollup#<team>                     day#<yyyy-mm-dd>
 //	last good config config#<ssm path>                 lastgood
+//	cache entry      cache#team#<team>#<hash>          entry
+//	shared entry     cache#shared#<hash>               entry
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -36,11 +39,13 @@ const Sep = "#"
 // Key shape prefixes (first PK component).
 const (
 	breakerPrefix = "breaker"
+	retryPrefix   = "retry"
 	ledgerPrefix  = "ledger"
 	budgetPrefix  = "budget"
 	usagePrefix   = "usage"
 	rollupPrefix  = "rollup"
 	configPrefix  = "config"
+	cachePrefix   = "cache"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -130,6 +135,24 @@ func BreakerProbeKey(targetID string, roundStart time.Time) Key {
 	return Key{PK: BreakerPK(targetID), SK: join(lit("probe"), lit(SortableTime(roundStart)))}
 }
 
+// RetryBudgetPK is the partition holding the retry budget counters of one
+// provider, shared by every gateway instance.
+func RetryBudgetPK(providerID string) string { return join(lit(retryPrefix), val(providerID)) }
+
+// RetryBudgetKey is the item counting one provider's first attempts and
+// retries, across all instances, in the budget slot that starts at
+// slotStart. Slots of a provider sort by time in one partition, so the
+// rolling minute is one Query with bounds from [RetryBudgetSK].
+func RetryBudgetKey(providerID string, slotStart time.Time) Key {
+	return Key{PK: RetryBudgetPK(providerID), SK: RetryBudgetSK(slotStart)}
+}
+
+// RetryBudgetSK is the sort key of the retry budget slot starting at
+// slotStart, also usable as a Query bound.
+func RetryBudgetSK(slotStart time.Time) string {
+	return join(lit("win"), lit(SortableTime(slotStart)))
+}
+
 // LedgerPK is the partition of one provider API key (by fingerprint, never
 // the key itself): its credential item and its per-model ledger items.
 func LedgerPK(providerID, keyFingerprint string) string {
@@ -209,4 +232,17 @@ func RollupSK(day time.Time) string { return join(lit("day"), lit(Day(day))) }
 // each accepted config replaces it.
 func ConfigLastGoodKey(configPath string) Key {
 	return Key{PK: join(lit(configPrefix), val(configPath)), SK: "lastgood"}
+}
+
+// CacheKey is the response-cache entry of one request fingerprint (a hash
+// of the canonical request, never the request itself) for one team: every
+// entry is its own partition, so a popular team is not a hot key.
+func CacheKey(team, hash string) Key {
+	return Key{PK: join(lit(cachePrefix), lit("team"), val(team), val(hash)), SK: "entry"}
+}
+
+// SharedCacheKey is the response-cache entry of one request fingerprint
+// readable by every team (a route whose cache is shared).
+func SharedCacheKey(hash string) Key {
+	return Key{PK: join(lit(cachePrefix), lit("shared"), val(hash)), SK: "entry"}
 }

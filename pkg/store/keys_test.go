@@ -18,6 +18,8 @@ func TestKeyShapes(t *testing.T) {
 			Key{"breaker#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
 		{"breaker probe", BreakerProbeKey("openai-eu", at),
 			Key{"breaker#openai-eu", "probe#2024-05-01T21:59:58.000000500Z"}},
+		{"retry budget", RetryBudgetKey("openai-eu", at),
+			Key{"retry#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
 		{"ledger", LedgerKey("openai", "fp123", "gpt-4o"), Key{"ledger#openai#fp123", "model#gpt-4o"}},
 		{"ledger credential", LedgerCredentialKey("openai", "fp123"), Key{"ledger#openai#fp123", "credential"}},
 		{"budget", BudgetKey("team-a", "prod", "month", at),
@@ -28,6 +30,8 @@ func TestKeyShapes(t *testing.T) {
 			Key{"usage#team-a#2024-05-01", "2024-05-01T21:59:58.000000500Z#req-1"}},
 		{"rollup", RollupKey("team-a", at), Key{"rollup#team-a", "day#2024-05-01"}},
 		{"last good config", ConfigLastGoodKey("/llmgw/prod/config/"), Key{"config#/llmgw/prod/config/", "lastgood"}},
+		{"cache entry", CacheKey("team-a", "9f86d0"), Key{"cache#team#team-a#9f86d0", "entry"}},
+		{"shared cache entry", SharedCacheKey("9f86d0"), Key{"cache#shared#9f86d0", "entry"}},
 		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
 	}
 	for _, c := range cases {

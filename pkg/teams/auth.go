@@ -6,7 +6,9 @@
 // A team key is "llmgw_" followed by 32 random bytes in base64url ([NewKey],
 // the scripts/newkey command). The config holds only its SHA-256 in hex.
 // Clients send the key as `Authorization: Bearer <key>`, which is what the
-// OpenAI SDKs send for api_key. The [Authenticator] hashes what it is sent,
+// OpenAI SDKs send for api_key (and Claude Code for ANTHROPIC_AUTH_TOKEN),
+// or as `x-api-key: <key>`, which is what the Anthropic SDKs send for
+// api_key (Claude Code for ANTHROPIC_API_KEY). The [Authenticator] hashes what it is sent,
 // looks the hash up in a map built from the config in force, and compares
 // the stored hash with crypto/subtle, so response timing says nothing about
 // how much of a guess was right. A missing, unknown or revoked key and a
@@ -23,14 +25,21 @@
 // # Hot keys
 //
 // Every counter of a team (all windows, all tags) lives in one partition,
-// store.BudgetPK(team), and each limited window is one item written twice
-// per request (reserve, settle). A DynamoDB partition takes at most 1,000
-// write units per second (an item under 1 KB costs one), so a team with
-// all four team limits set (three counter items, six writes a request)
-// tops out near 160 requests per second, about half that with tag limits
-// too; its usage records (one ~1 KB write a request, in the team-day
-// partition) allow about 1,000. Beyond that, shard the counters (N items
-// per window, each with limit/N) or pre-aggregate in process; not done.
+// store.BudgetPK(team), and one DynamoDB partition takes at most 1,000
+// write units per second (an item under 1 KB costs one). Counters are
+// leased (lease.go): an instance writes an item once per lease it takes,
+// not once per request. A lease of s reservations doubles from 1 up to
+// min(limit x usage.lease.share, usage.lease.max_requests) reservations,
+// and grows by the excess when the item's version shows the fleet writing
+// it more than 100 times a second. At R requests per second an item takes
+// about R/s writes per second: at 1,000 req/s and s = 64, 16 per item and
+// about 100 for the partition of a team with all six counters (four team
+// limits, two tag limits), where reserving and settling every request
+// took 12,000. What a lease costs is stranding: each instance may hold one
+// lease unused until it is given back, so with n instances up to n x s
+// reservations of a window can sit idle (admitted per window: at most the
+// limit; at least the limit less the leases outstanding when it closes).
+// BenchmarkHotTeam measures it against dynalite.
 package teams
 
 import (
@@ -65,7 +74,7 @@ func HashKey(key string) string { return teamkey.Hash(key) }
 // errUnauthenticated is the one answer to every authentication failure.
 func errUnauthenticated() *gwerr.Error {
 	return gwerr.New(gwerr.Authentication,
-		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key>").WithCode("invalid_api_key")
+		"missing, invalid or revoked API key; send a team key as Authorization: Bearer <key> or x-api-key: <key>").WithCode("invalid_api_key")
 }
 
 // Authenticator identifies callers by team key against the config in
@@ -124,7 +133,8 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 	return ix
 }
 
-// Authenticate identifies the caller of r; its signature is
+// Authenticate identifies the caller of r by the key in its Authorization
+// (Bearer) header, else its x-api-key header; its signature is
 // server.Authenticator. Every refusal is the same *gwerr.Error
 // (authentication, 401).
 func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
@@ -133,6 +143,9 @@ func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) 
 		return &exchange.Caller{}, nil
 	}
 	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		key, ok = plainKey(r.Header.Get("x-api-key"))
+	}
 	if !ok {
 		return a.refuse(r, "missing", "", "")
 	}
@@ -171,6 +184,15 @@ func bearer(h string) (string, bool) {
 		return "", false
 	}
 	return tok, true
+}
+
+// plainKey reads an "x-api-key: <key>" value.
+func plainKey(h string) (string, bool) {
+	k := strings.TrimSpace(h)
+	if k == "" || len(k) > maxKeyLen {
+		return "", false
+	}
+	return k, true
 }
 
 // UsageViewer tells usage.NewHandler who is asking (HandlerOptions.Viewer)

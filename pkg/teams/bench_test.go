@@ -14,8 +14,9 @@ import (
 )
 
 // benchAdmit measures one request's admission and settlement with every
-// team limit set (minute, hour and day counters: 3 reserving Adds, then 3
-// settling Adds, each set concurrently).
+// team limit set (minute, hour and day counters), from one instance: the
+// leases make almost every admission local (see BenchmarkHotTeam for the
+// writes).
 func benchAdmit(b *testing.B, s store.Store, clk *usagetest.Clock) {
 	cfg := limitsConfigB(b)
 	lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)

@@ -30,7 +30,8 @@ teams:
 prices:
   "openai/gpt-4.1-mini": {input: 0.40, output: 1.60, cached_input: 0.10}
   "claude-sonnet-4-5": {input: 3, output: 15, cached_input: 0.30, cache_write: 3.75}
-usage: {ttl: 2160h, fail_closed: false, store_timeout: 250ms}
+usage: {ttl: 2160h, fail_closed: false, store_timeout: 250ms,
+        lease: {share: 0.05, max_requests: 64, ttl: 10s}}
 `
 
 func TestConfigReferenceExampleParses(t *testing.T) {
@@ -45,7 +46,8 @@ func TestConfigReferenceExampleParses(t *testing.T) {
 	if s.Keys[0].SHA256 != "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
 		t.Fatal("hashes are normalised to lowercase")
 	}
-	if cfg.Usage.TTL.D() != 90*24*time.Hour || cfg.Usage.StoreTimeout.D() != 250*time.Millisecond {
+	if cfg.Usage.TTL.D() != 90*24*time.Hour || cfg.Usage.StoreTimeout.D() != 250*time.Millisecond ||
+		cfg.Usage.Lease != (config.LeaseSettings{Share: 0.05, MaxRequests: 64, TTL: config.Duration(10 * time.Second)}) {
 		t.Fatalf("usage: %+v", cfg.Usage)
 	}
 	p, ok := cfg.PriceFor("bedrock", "claude-sonnet-4-5")
@@ -57,7 +59,8 @@ func TestConfigReferenceExampleParses(t *testing.T) {
 	}
 	// Defaults when the sections are absent; the seed config's "teams: {}".
 	cfg, err = config.Parse([]byte("providers: {a: {kind: fake}}\nroutes: {m: {targets: [{provider: a, model: x}]}}\nteams: {}\n"))
-	if err != nil || cfg.Usage.TTL.D() != config.DefaultUsageTTL || cfg.Usage.StoreTimeout.D() != config.DefaultStoreTimeout || cfg.Usage.FailClosed {
+	if err != nil || cfg.Usage.TTL.D() != config.DefaultUsageTTL || cfg.Usage.StoreTimeout.D() != config.DefaultStoreTimeout || cfg.Usage.FailClosed ||
+		cfg.Usage.Lease.Share != config.DefaultLeaseShare || cfg.Usage.Lease.MaxRequests != config.DefaultLeaseMaxRequests || cfg.Usage.Lease.TTL.D() != config.DefaultLeaseTTL {
 		t.Fatalf("defaults: %+v %v", cfg.Usage, err)
 	}
 }
@@ -84,6 +87,9 @@ func TestConfigValidationNamesFieldAndValue(t *testing.T) {
 		"short ttl":         {"usage: {ttl: 1h}", "usage.ttl: 1h0m0s is shorter than the minimum 72h0m0s"},
 		"long timeout":      {"usage: {store_timeout: 1m}", "usage.store_timeout: 1m0s is longer than 10s"},
 		"unknown field":     {"teams: {t: {limts: {}}}", `unknown field "limts"`},
+		"lease share":       {"usage: {lease: {share: 1.5}}", "usage.lease.share: 1.5 is not in (0, 1]"},
+		"lease requests":    {"usage: {lease: {max_requests: -2}}", "usage.lease.max_requests: -2 is less than 1"},
+		"lease ttl":         {"usage: {lease: {ttl: 100ms}}", "usage.lease.ttl: 100ms is not between 1s and 10m"},
 	}
 	for name, c := range cases {
 		_, err := config.Parse([]byte(head + c.yaml))

@@ -2,53 +2,34 @@ package teams
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
 
-// Counter attribute names of budget items.
-const (
-	attrRequests = "requests"
-	attrTokens   = "tokens"
-	attrCost     = "cost_nano_usd" // integral nano-dollars: exact sums
-)
-
-// Budget window kinds (the window component of store.BudgetKey).
-const (
-	windowMinute = "minute"
-	windowHour   = "hour"
-	windowDay    = "day"
-)
-
-// Estimator constants (see EstimateInputTokens).
-const (
-	// MessageOverheadTokens is added per message for its role and framing.
-	MessageOverheadTokens = 4
-	// ReplyPrimingTokens is added once per request for the reply's start.
-	ReplyPrimingTokens = 3
-	// NonTextPartTokens is counted for each image, audio or file part.
-	NonTextPartTokens = 768
-)
-
 // Limiter enforces team and tag limits before any provider spend; its Admit
-// method is server.Options.Admit (a server.Admitter). Create it with NewLimiter.
+// method is server.Options.Admit (a server.Admitter). Create it with
+// NewLimiter. It holds budget leases (see lease.go): call Flush before the
+// process exits, so that their unspent part goes back to the shared
+// counters.
 type Limiter struct {
 	store  store.Adder
 	config func() *config.Config
 	log    *slog.Logger
+	call   *store.Caller
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	mu        sync.Mutex
+	leases    map[store.Key]*lease
+	lastSweep time.Time
+	sizes     sizeMemo
 
 	outage throttle
 }
@@ -60,181 +41,18 @@ func NewLimiter(st store.Adder, cfg func() *config.Config, log *slog.Logger) *Li
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Limiter{store: st, config: cfg, log: log, Now: time.Now}
-}
-
-// Estimate is what admission reserves for one request.
-type Estimate struct {
-	// InputTokens is EstimateInputTokens of the request.
-	InputTokens int64
-	// RequestedOutput is the client's max_completion_tokens, else max_tokens
-	// (0: it set neither).
-	RequestedOutput int64
-	// OutputTokens is the output reserved: RequestedOutput, or when the
-	// client set none the team's max_output_tokens ceiling, else the largest
-	// max_tokens of the chain's targets (default 4096); times n.
-	OutputTokens int64
-	// CostUSD is InputTokens at the input price plus OutputTokens at the
-	// output price of the most expensive target of the chain.
-	CostUSD float64
-}
-
-// EstimateInputTokens estimates a request's prompt tokens before any call:
-// exchange.EstimateTokens (one token per 4 bytes of UTF-8, rounded up) over
-// the text the model reads - every message's text content, name,
-// tool_call_id, tool call names and arguments, and the tools' names,
-// descriptions and parameter schemas - plus MessageOverheadTokens per
-// message, ReplyPrimingTokens once, and NonTextPartTokens per image, audio
-// or file part. It is a reservation, not a bill: settlement replaces it
-// with the provider's count.
-func EstimateInputTokens(req *openaiwire.ChatRequest) int64 {
-	if req == nil {
-		return 0
-	}
-	chars, fixed := 0, int64(ReplyPrimingTokens)
-	for _, m := range req.Messages {
-		fixed += MessageOverheadTokens
-		chars += len(m.Name) + len(m.ToolCallID)
-		if m.Refusal != nil {
-			chars += len(*m.Refusal)
-		}
-		if m.Content.IsParts {
-			for _, p := range m.Content.Parts {
-				switch p.Type {
-				case "text":
-					chars += len(p.Text)
-				case "refusal":
-					chars += len(p.Refusal)
-				default:
-					fixed += NonTextPartTokens
-				}
-			}
-		} else {
-			chars += len(m.Content.Text)
-		}
-		for _, tc := range m.ToolCalls {
-			chars += len(tc.Function.Name) + len(tc.Function.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		chars += len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
-	}
-	return int64(exchange.EstimateTokens(chars)) + fixed
-}
-
-// estimate computes the reservation of a request; ceiling is the tightest
-// max_output_tokens of its scopes (0: none).
-func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
-	e := Estimate{InputTokens: EstimateInputTokens(a.Chat)}
-	if a.Chat != nil {
-		switch {
-		case a.Chat.MaxCompletionTokens != nil:
-			e.RequestedOutput = int64(*a.Chat.MaxCompletionTokens)
-		case a.Chat.MaxTokens != nil:
-			e.RequestedOutput = int64(*a.Chat.MaxTokens)
-		}
-	}
-	e.OutputTokens = e.RequestedOutput
-	if e.OutputTokens <= 0 {
-		e.OutputTokens = ceiling
-		if e.OutputTokens == 0 {
-			for _, s := range a.Steps {
-				e.OutputTokens = max(e.OutputTokens, int64(s.MaxTokens))
-			}
-			if e.OutputTokens <= 0 {
-				e.OutputTokens = 4096
-			}
-		}
-	}
-	if a.Chat != nil && a.Chat.N != nil && *a.Chat.N > 1 {
-		e.OutputTokens *= int64(*a.Chat.N)
-	}
-	for _, s := range a.Steps {
-		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
-			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p, e.InputTokens, e.OutputTokens))
-		}
-	}
-	return e
-}
-
-// counter is one budget item touched by a request.
-type counter struct {
-	key      store.Key
-	scope    string // `team "x"` or `tag "t" of team "x"`
-	window   string
-	end      time.Time // the window's end: the item's expiry
-	deltas   map[string]float64
-	max      map[string]float64
-	category gwerr.Category
-	what     string // the limit, for the refusal's message
-}
-
-// windowOf returns the start and end of the fixed UTC window of kind w
-// holding t.
-func windowOf(w string, t time.Time) (start, end time.Time) {
-	t = t.UTC()
-	switch w {
-	case windowMinute:
-		start = t.Truncate(time.Minute)
-		return start, start.Add(time.Minute)
-	case windowHour:
-		start = t.Truncate(time.Hour)
-		return start, start.Add(time.Hour)
-	default:
-		y, m, d := t.Date()
-		start = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-		return start, start.AddDate(0, 0, 1)
-	}
-}
-
-// counters lists the budget items a request reserves in one scope.
-func counters(team, tag string, lim config.Limits, e Estimate, now time.Time) []counter {
-	scope := fmt.Sprintf("team %q", team)
-	if tag != "" {
-		scope = fmt.Sprintf("tag %q of team %q", tag, team)
-	}
-	var cs []counter
-	if lim.RequestsPerMinute > 0 || lim.TokensPerMinute > 0 {
-		start, end := windowOf(windowMinute, now)
-		c := counter{key: store.BudgetKey(team, tag, windowMinute, start), scope: scope, window: windowMinute, end: end,
-			deltas: map[string]float64{}, max: map[string]float64{}, category: gwerr.RateLimited}
-		var what []string
-		if lim.RequestsPerMinute > 0 {
-			c.deltas[attrRequests], c.max[attrRequests] = 1, float64(lim.RequestsPerMinute)
-			what = append(what, fmt.Sprintf("%d requests per minute", lim.RequestsPerMinute))
-		}
-		if lim.TokensPerMinute > 0 {
-			c.deltas[attrTokens], c.max[attrTokens] = float64(e.InputTokens+e.OutputTokens), float64(lim.TokensPerMinute)
-			what = append(what, fmt.Sprintf("%d tokens per minute", lim.TokensPerMinute))
-		}
-		c.what = joinOr(what)
-		cs = append(cs, c)
-	}
-	costNano := float64(usage.NanoUSD(e.CostUSD))
-	for _, w := range []struct {
-		kind  string
-		limit float64
-		label string
-	}{{windowHour, lim.CostPerHourUSD, "per hour"}, {windowDay, lim.CostPerDayUSD, "per UTC day"}} {
-		if w.limit <= 0 {
-			continue
-		}
-		start, end := windowOf(w.kind, now)
-		cs = append(cs, counter{key: store.BudgetKey(team, tag, w.kind, start), scope: scope, window: w.kind, end: end,
-			deltas: map[string]float64{attrCost: costNano}, max: map[string]float64{attrCost: float64(usage.NanoUSD(w.limit))},
-			category: gwerr.BudgetExceeded, what: fmt.Sprintf("a budget of $%g %s", w.limit, w.label)})
-	}
-	return cs
-}
-
-func joinOr(s []string) string {
-	if len(s) == 2 {
-		return s[0] + " or " + s[1]
-	}
-	if len(s) == 1 {
-		return s[0]
-	}
-	return ""
+	l := &Limiter{store: st, config: cfg, log: log, Now: time.Now, leases: map[store.Key]*lease{}}
+	// Every store call is bounded by usage.store_timeout (even if the store
+	// ignores its context); for a second after a failure, requests that
+	// need a new lease do not wait on the store again.
+	l.call = store.NewCaller(store.CallerOptions{
+		Component: "limits",
+		Now:       func() time.Time { return l.Now() },
+		NewContext: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), storeTimeout(l.config()))
+		},
+	})
+	return l
 }
 
 // Admit enforces the caller's limits before any provider spend; its
@@ -251,21 +69,29 @@ func joinOr(s []string) string {
 //  2. Each limited window of the team and of the request's tag (when the
 //     team has limits for it) is one counter item,
 //     store.BudgetKey(team, tag, minute|hour|day, window start), expiring
-//     at the window's end. The request reserves its estimate in each with
-//     ONE conditional Add bounded by Max (all items concurrently); if any
-//     would exceed its limit, the reservations already made are given back
-//     and the request is refused: rate_limited (requests or tokens per
-//     minute) or budget_exceeded (cost per hour or day), with RetryAfter
-//     the time until that window resets.
-//  3. The returned Settle adds (actual - reserved) tokens and cost to each
-//     reserved item whose window is still open (negative deltas refund;
-//     settlement is never bounded). Concurrent requests therefore never
-//     push a counter past its limit at admission; only settlement of
-//     requests whose real usage exceeds their estimate can, by that excess.
+//     at the window's end. The request reserves its estimate from this
+//     instance's lease of each item; a lease that does not cover it is
+//     topped up with ONE conditional Add bounded by the limit (see
+//     lease.go; leases of several items concurrently). If an item cannot
+//     lease it even exactly what it needs, the reservations made are given
+//     back to the leases and the request is refused: rate_limited
+//     (requests or tokens per minute) or budget_exceeded (cost per hour or
+//     day), with RetryAfter the time until that window resets.
+//  3. The returned Settle replaces the reservation with the real tokens
+//     and cost in each lease (negative corrections refund it; settlement
+//     is never bounded). The item learns it when the lease is given back.
+//     Reservations never exceed the limits, whatever the concurrency and
+//     the number of instances; only settlement of requests whose real
+//     usage exceeds their estimate can, by that excess.
 //
-// When the store fails (or takes longer than usage.store_timeout), the
-// request is admitted and the failure logged (usage.fail_closed: false, the
-// default), or refused as unavailable (fail_closed: true).
+// When a lease cannot be taken because the store fails (or takes longer
+// than usage.store_timeout), requests the lease in hand covers are
+// admitted; beyond it, the request is refused as unavailable when
+// usage.fail_closed is true, and otherwise admitted while this instance's
+// outage allowance for the window (one lease: limit x usage.lease.share,
+// at most usage.lease.max_requests reservations) lasts, then refused as
+// unavailable. Admitted requests per window are therefore at most the
+// limit plus one lease per instance.
 func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Settle, error) {
 	cfg := l.config()
 	if a == nil || a.Caller == nil || a.Caller.Team == "" {
@@ -312,48 +138,57 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	timeout := storeTimeout(cfg)
-	// Detached: a reservation that lands must be tracked (and settled) even
-	// if the client leaves meanwhile.
-	bg := context.WithoutCancel(ctx)
+	p := leaseParamsOf(cfg)
+	l.maybeSweep(now, p)
+	leases := make([]*lease, len(cs))
+	res := make([]outcome, len(cs))
 	errs := make([]error, len(cs))
-	l.each(cs, func(i int, c counter) {
-		cctx, cancel := context.WithTimeout(bg, timeout)
-		defer cancel()
-		_, errs[i] = l.store.Add(cctx, c.key, c.deltas, store.AddOptions{Expires: c.end, Max: c.max})
-	})
-	var refused *counter
-	var storeErr error
-	var reserved []counter
+	var slow []int
 	for i := range cs {
-		switch {
-		case errs[i] == nil:
-			reserved = append(reserved, cs[i])
-		case errors.Is(errs[i], store.ErrLimit):
+		leases[i] = l.leaseFor(&cs[i])
+		if !leases[i].reserveLocal(&cs[i], now) {
+			slow = append(slow, i)
+		}
+	}
+	each(slow, func(i int) { res[i], errs[i] = l.reserve(leases[i], &cs[i], p) })
+
+	var refused *counter
+	var storeErr, outageErr error
+	for i := range cs {
+		switch res[i] {
+		case overLimit:
 			if refused == nil || cs[i].end.After(refused.end) {
 				refused = &cs[i]
 			}
-		default:
+		case storeDown:
 			storeErr = errs[i]
+		case unbacked:
+			outageErr = errs[i]
+		}
+	}
+	if refused != nil || storeErr != nil {
+		for i := range cs {
+			if res[i] == reserved || res[i] == unbacked {
+				leases[i].unspend(&cs[i], res[i] == unbacked)
+			}
 		}
 	}
 	switch {
 	case refused != nil:
-		l.release(bg, timeout, reserved)
 		return nil, refusal(refused, now)
-	case storeErr != nil && cfg.Usage.FailClosed:
-		l.release(bg, timeout, reserved)
-		l.storeFailed(ctx, a.Caller.Team, storeErr, "refusing (usage.fail_closed)")
+	case storeErr != nil:
+		what := "refusing: this instance's outage allowance for the window is spent"
+		if p.failClosed {
+			what = "refusing (usage.fail_closed)"
+		}
+		l.storeFailed(ctx, a.Caller.Team, storeErr, what)
 		e := gwerr.New(gwerr.Unavailable, "usage accounting is unavailable; try again shortly").WithCode("usage_store_unavailable")
 		e.RetryAfter, e.Cause = time.Second, storeErr
 		return nil, e
-	case storeErr != nil:
-		l.storeFailed(ctx, a.Caller.Team, storeErr, "admitting without those limits")
+	case outageErr != nil:
+		l.storeFailed(ctx, a.Caller.Team, outageErr, "admitting within this instance's outage allowance (one lease per window)")
 	}
-	if len(reserved) == 0 {
-		return nil, nil
-	}
-	return l.settler(cfg, reserved), nil
+	return l.settler(cfg, cs, leases), nil
 }
 
 // checkCeilings enforces the plan ceilings of one scope.
@@ -373,60 +208,34 @@ func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	return nil
 }
 
-// refusal is the error for a counter that would exceed its limit.
-func refusal(c *counter, now time.Time) *gwerr.Error {
-	wait := max(c.end.Sub(now), time.Second)
-	e := gwerr.New(c.category, "%s has reached %s; retry in %ds", c.scope, c.what, int(math.Ceil(wait.Seconds())))
-	if c.category == gwerr.RateLimited {
-		e.Code = "team_rate_limit_exceeded"
-	} else {
-		e.Code = "team_budget_exceeded"
-	}
-	e.RetryAfter = wait
-	return e
-}
-
-// each runs fn for every counter, concurrently when there are several.
-func (l *Limiter) each(cs []counter, fn func(i int, c counter)) {
-	if len(cs) == 1 {
-		fn(0, cs[0])
+// each runs fn for every index, concurrently when there are several.
+func each(idx []int, fn func(i int)) {
+	if len(idx) == 1 {
+		fn(idx[0])
 		return
 	}
 	var wg sync.WaitGroup
-	for i, c := range cs {
+	for _, i := range idx {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(i, c)
+			fn(i)
 		}()
 	}
 	wg.Wait()
 }
 
-// release gives back reservations of a refused request.
-func (l *Limiter) release(ctx context.Context, timeout time.Duration, cs []counter) {
-	l.each(cs, func(_ int, c counter) {
-		neg := make(map[string]float64, len(c.deltas))
-		for k, v := range c.deltas {
-			neg[k] = -v
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		if _, err := l.store.Add(cctx, c.key, neg, store.AddOptions{Expires: c.end}); err != nil {
-			l.storeFailed(ctx, "", err, "a refused request's reservation was not given back")
-		}
-	})
-}
-
-// settler returns the Settle of a request that reserved cs.
-func (l *Limiter) settler(cfg *config.Config, cs []counter) exchange.Settle {
+// settler returns the Settle of a request that reserved cs from leases.
+func (l *Limiter) settler(cfg *config.Config, cs []counter, leases []*lease) exchange.Settle {
 	var once sync.Once
-	return func(ctx context.Context, rec *exchange.Record) {
-		once.Do(func() { l.settle(ctx, cfg, cs, rec) })
+	return func(_ context.Context, rec *exchange.Record) {
+		once.Do(func() { l.settle(cfg, cs, leases, rec) })
 	}
 }
 
-func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, rec *exchange.Record) {
+// settle replaces the reservations with the record's real tokens and
+// cost, in the leases only (no store call).
+func (l *Limiter) settle(cfg *config.Config, cs []counter, leases []*lease, rec *exchange.Record) {
 	if rec == nil {
 		return
 	}
@@ -434,35 +243,74 @@ func (l *Limiter) settle(ctx context.Context, cfg *config.Config, cs []counter, 
 	if cost == 0 {
 		cost = usage.Cost(cfg, rec)
 	}
-	actualTokens := float64(rec.InputTokens + rec.OutputTokens)
-	actualCost := float64(usage.NanoUSD(cost))
+	var actual amounts
+	actual[attrTokens] = float64(rec.InputTokens + rec.OutputTokens)
+	actual[attrCost] = float64(usage.NanoUSD(cost))
 	now := l.Now()
-	var todo []counter
-	for _, c := range cs {
+	for i := range cs {
+		c := &cs[i]
 		if !now.Before(c.end) {
-			continue // the window closed: its counter no longer decides anything
+			continue // the window closed: its item no longer decides anything
 		}
-		d := map[string]float64{}
-		if r, ok := c.deltas[attrTokens]; ok && actualTokens != r {
-			d[attrTokens] = actualTokens - r
+		ls := leases[i]
+		ls.mu.Lock()
+		for _, a := range []int{attrTokens, attrCost} {
+			if c.limited(a) {
+				ls.used[a] += actual[a] - c.need[a]
+			}
 		}
-		if r, ok := c.deltas[attrCost]; ok && actualCost != r {
-			d[attrCost] = actualCost - r
+		ls.mu.Unlock()
+	}
+}
+
+// Flush gives back the unspent part of every lease of an open window (and
+// records spend beyond them), waiting for the writes. Call it before the
+// process exits; afterwards each counter item holds exactly this
+// instance's real usage. It returns the first store failure.
+func (l *Limiter) Flush(ctx context.Context) error {
+	now := l.Now()
+	l.mu.Lock()
+	var all []*lease
+	for k, ls := range l.leases {
+		if !now.Before(ls.end) {
+			delete(l.leases, k)
+			continue
 		}
-		if len(d) > 0 {
-			c.deltas = d
-			todo = append(todo, c)
+		all = append(all, ls)
+	}
+	l.mu.Unlock()
+	var first error
+	for _, ls := range all {
+		if err := l.giveBack(ls, false); err != nil && first == nil {
+			first = err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
-	timeout := storeTimeout(cfg)
-	l.each(todo, func(_ int, c counter) {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		if _, err := l.store.Add(cctx, c.key, c.deltas, store.AddOptions{Expires: c.end}); err != nil {
-			l.storeFailed(ctx, rec.Team, err, "settlement lost; the reservation stays counted")
-		}
-	})
+	l.call.Wait()
+	return first
 }
+
+// Loop gives back idle leases every period until ctx ends (local mode;
+// on Lambda admissions do it, and frozen instances cannot).
+func (l *Limiter) Loop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, ls := range l.idle(l.Now(), leaseParamsOf(l.config()).ttl) {
+				l.giveBack(ls, true)
+			}
+		}
+	}
+}
+
+// Wait waits for background lease writes (give-backs) started so far.
+func (l *Limiter) Wait() { l.call.Wait() }
 
 // storeFailed logs a store failure, at most once per 10 seconds.
 func (l *Limiter) storeFailed(ctx context.Context, team string, err error, what string) {

@@ -60,7 +60,7 @@ func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Body: []byte(body400)}
 }
 
-func admission(t *testing.T, cfg *config.Config, team, tag, body string) *exchange.Request {
+func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchange.Request {
 	t.Helper()
 	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
 	if err != nil {
@@ -154,6 +154,8 @@ func testConcurrentRPM(t *testing.T, open usagetest.Opener) {
 			t.Fatalf("refusal %v", err)
 		}
 	}
+	// Every lease given back, the counter holds what was admitted.
+	flush(t, lim)
 	start := tLimits.Truncate(time.Minute)
 	if got := counterValue(t, s, store.BudgetKey("search", "", "minute", start), "requests"); got != float64(admitted) {
 		t.Fatalf("counter %v, admitted %d", got, admitted)
@@ -200,6 +202,7 @@ func testConcurrentCost(t *testing.T, open usagetest.Opener) {
 			t.Fatalf("retry after %v, want %v (to UTC midnight)", ge.RetryAfter, want)
 		}
 	}
+	flush(t, lim)
 	day := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	if got := counterValue(t, s, store.BudgetKey("search", "", "day", day), "cost_nano_usd"); int64(got) != spent.Load() {
 		t.Fatalf("counter %v, spent %d", got, spent.Load())
@@ -231,6 +234,8 @@ func testConcurrentCostSettled(t *testing.T, open usagetest.Opener) {
 	if spent.Load() > limit+reserve400 {
 		t.Fatalf("spent %d nano-USD over %d admitted requests; limit %d + one reservation %d", spent.Load(), admitted, limit, reserve400)
 	}
+	// Settlement corrects the leases; giving them back corrects the item.
+	flush(t, lim)
 	day := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	if got := counterValue(t, s, store.BudgetKey("search", "", "day", day), "cost_nano_usd"); int64(got) != spent.Load() {
 		t.Fatalf("counter %v, real spend %d: settlement did not replace the reservations", got, spent.Load())
@@ -308,8 +313,10 @@ func testSettlement(t *testing.T, open usagetest.Opener) {
 	if resp, body := g.call(t, g.keys["search"], chatBody); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	// The upstream reported 11 input and 2 output tokens: the counters hold
-	// exactly that, not the reservation (8 + 4096 tokens).
+	// The upstream reported 11 input and 2 output tokens: once the lease is
+	// given back, the counters hold exactly that, not the reservation
+	// (8 + 4096 tokens).
+	flush(t, g.lim)
 	minute := store.BudgetKey("search", "", "minute", tLimits.Truncate(time.Minute))
 	if got := counterValue(t, g.sw, minute, "tokens"); got != 13 {
 		t.Fatalf("tokens counter %v, want 13", got)
@@ -328,6 +335,7 @@ func testSettlement(t *testing.T, open usagetest.Opener) {
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
+	flush(t, g.lim)
 	if got := counterValue(t, g.sw, minute, "tokens"); got != 26 {
 		t.Fatalf("tokens counter after a stream %v, want 26", got)
 	}
@@ -362,6 +370,7 @@ func testStoreOutage(t *testing.T, open usagetest.Opener) {
 		t.Fatal("fail-closed request reached the upstream")
 	}
 	closed.sw.SetDown(false)
+	closed.clk.Advance(time.Second) // a failed store is not asked again for a second
 	if resp, _ := closed.call(t, closed.keys["search"], chatBody); resp.StatusCode != 200 {
 		t.Fatalf("after recovery: %d", resp.StatusCode)
 	}
@@ -412,6 +421,14 @@ func TestCeilings(t *testing.T) {
 	}
 	if resp, body := g.call(t, g.keys["search"], chatBody); resp.StatusCode != 200 {
 		t.Fatalf("within ceilings: %d %s", resp.StatusCode, body)
+	}
+}
+
+// flush gives back every lease of lim.
+func flush(t *testing.T, lim *teams.Limiter) {
+	t.Helper()
+	if err := lim.Flush(ctxT(t)); err != nil {
+		t.Fatalf("flush: %v", err)
 	}
 }
 

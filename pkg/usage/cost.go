@@ -12,21 +12,35 @@ import (
 const perMillion = 1e6
 
 // Cost prices a finished request with the config's price table (see
-// [TokenCost]); its signature is server.Options.Cost. A record without a
-// serving target, or whose target has no price, costs 0.
+// [TokenCost]); its signature is server.Options.Cost. It is the cost of the
+// serving target's tokens plus that of the stage calls recorded as
+// attempts with tokens (a chat-based moderation check, priced at its own
+// target). A record without a serving target (a cache hit, a refusal)
+// costs only its stage calls; an unpriced target costs 0.
 func Cost(cfg *config.Config, rec *exchange.Record) float64 {
-	if cfg == nil || rec == nil || rec.Target == "" {
+	if cfg == nil || rec == nil {
 		return 0
 	}
-	provider, model, _ := strings.Cut(rec.Target, "/")
-	if rec.Provider != "" && strings.HasPrefix(rec.Target, rec.Provider+"/") {
-		provider, model = rec.Provider, strings.TrimPrefix(rec.Target, rec.Provider+"/")
+	total := 0.0
+	if rec.Target != "" {
+		provider, model, _ := strings.Cut(rec.Target, "/")
+		if rec.Provider != "" && strings.HasPrefix(rec.Target, rec.Provider+"/") {
+			provider, model = rec.Provider, strings.TrimPrefix(rec.Target, rec.Provider+"/")
+		}
+		if p, ok := cfg.PriceFor(provider, model); ok {
+			total = TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens)
+		}
 	}
-	p, ok := cfg.PriceFor(provider, model)
-	if !ok {
-		return 0
+	for _, a := range rec.Attempts {
+		if a.Stage == "" || a.InputTokens+a.OutputTokens == 0 {
+			continue
+		}
+		provider, model, _ := strings.Cut(a.Target, "/")
+		if p, ok := cfg.PriceFor(provider, model); ok {
+			total += TokenCost(p, a.InputTokens, a.OutputTokens, 0, 0)
+		}
 	}
-	return TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens)
+	return total
 }
 
 // TokenCost is the cost in USD of one request's tokens at price p (USD per

@@ -18,13 +18,36 @@ import (
 // (but whose answer was lost) finds it and stops.
 const writeAttempts = 3
 
+// maxStoreTimeout is the longest usage.store_timeout (pkg/config).
+const maxStoreTimeout = 10 * time.Second
+
+// spillReserve is the time a record's retries leave before the context's
+// deadline (the request's: on Lambda, the invocation's) for the spill.
+const spillReserve = 500 * time.Millisecond
+
+// errStoreDown is why a record goes straight to the spill: a write failed
+// less than a second ago.
+var errStoreDown = errors.New("usage: the store failed moments ago")
+
 // Recorder persists usage records: exactly one item per request, written
 // with Put IfAbsent on store.UsageKey(team, time, requestID), so a retried
 // or repeated write never duplicates a record. Create it with NewRecorder.
+//
+// A record the store does not take - its attempts failed or timed out
+// within the request's remaining time - goes to the Spill when one is set,
+// and [Recorder.Drain] writes it later; for a second after a failure,
+// records are spilled without trying the store first, so an outage does
+// not hold every request for its retries.
 type Recorder struct {
 	store  store.Putter
 	config func() *config.Config
 	log    *slog.Logger
+	call   *store.Caller
+	warn   spillWarn
+
+	// Spill, when set, keeps the records the store did not take (set it
+	// before the first Record).
+	Spill Spill
 }
 
 // NewRecorder returns a Recorder writing to p. cfg returns the config in
@@ -34,17 +57,43 @@ func NewRecorder(p store.Putter, cfg func() *config.Config, log *slog.Logger) *R
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Recorder{store: p, config: cfg, log: log}
+	r := &Recorder{store: p, config: cfg, log: log}
+	// Each attempt is bounded by its own context (usage.store_timeout, and
+	// the request's deadline less spillReserve), even when the store
+	// ignores it; the Caller adds the store's health and the cap on calls
+	// stuck past their deadline.
+	r.call = store.NewCaller(store.CallerOptions{Component: "usage", Timeout: maxStoreTimeout})
+	return r
 }
 
 // Record stores rec, logging (never returning) a failure: its signature is
 // server.Options.Record. The server calls it once per request with a
-// context that survives the client's disconnect.
+// context that survives the client's disconnect and ends before the
+// request's own deadline. A record the store does not take is spilled
+// (see Recorder); only when the spill fails too is it lost, and logged
+// as "usage record not stored".
 func (r *Recorder) Record(ctx context.Context, rec *exchange.Record) {
-	if err := r.Write(ctx, rec); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelError, "usage record not stored",
-			slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err))
+	cfg := r.config()
+	it, err := recordItem(cfg, rec)
+	if err == nil {
+		err = r.write(ctx, cfg, it, true)
 	}
+	if err == nil {
+		return
+	}
+	if r.Spill != nil && !errors.Is(err, store.ErrInvalid) {
+		serr := r.Spill.Spill(ctx, it.Data)
+		if serr == nil {
+			if ok, n := r.warn.allow(time.Now()); ok {
+				r.log.LogAttrs(ctx, slog.LevelWarn, "usage store unavailable; record spilled, to be drained into the store",
+					slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err), slog.Int("suppressed", n))
+			}
+			return
+		}
+		err = errors.Join(err, serr)
+	}
+	r.log.LogAttrs(ctx, slog.LevelError, "usage record not stored",
+		slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err))
 }
 
 // Write stores rec and reports failure. Writing a record that is already
@@ -57,14 +106,44 @@ func (r *Recorder) Write(ctx context.Context, rec *exchange.Record) error {
 	if err != nil {
 		return err
 	}
-	timeout := cfg.Usage.StoreTimeout.D()
-	if timeout <= 0 {
-		timeout = config.DefaultStoreTimeout
+	return r.write(ctx, cfg, it, false)
+}
+
+// write puts it IfAbsent: up to writeAttempts tries, each bounded by
+// usage.store_timeout, backing off 25 ms, then 50 ms, and giving up early
+// when the next try could not end spillReserve before ctx's deadline.
+// With spillFirst, it fails at once while the store failed in the last
+// second.
+func (r *Recorder) write(ctx context.Context, cfg *config.Config, it store.Item, spillFirst bool) error {
+	if spillFirst && !r.call.Healthy() {
+		return fmt.Errorf("usage: write %s: %w", it.Key, errStoreDown)
 	}
-	var lastErr error
+	timeout := storeTimeoutOf(cfg)
+	lastErr := errors.New("no time left before the request's deadline")
 	for i := 0; i < writeAttempts; i++ {
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		_, err := r.store.Put(actx, it, store.IfAbsent())
+		var wait time.Duration
+		if i > 0 {
+			wait = 25 * time.Millisecond << (i - 1)
+		}
+		budget := timeout
+		if dl, ok := ctx.Deadline(); ok {
+			budget = min(budget, time.Until(dl)-wait-spillReserve)
+		}
+		if budget <= 0 {
+			break
+		}
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return fmt.Errorf("usage: write %s: %w", it.Key, errors.Join(lastErr, ctx.Err()))
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, budget)
+		err := r.call.DoContext(actx, false, "usage record", func(cctx context.Context) error {
+			_, err := r.store.Put(cctx, it, store.IfAbsent())
+			return err
+		})
 		cancel()
 		switch {
 		case err == nil, errors.Is(err, store.ErrConflict):
@@ -73,9 +152,6 @@ func (r *Recorder) Write(ctx context.Context, rec *exchange.Record) error {
 			return err
 		}
 		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
 	}
 	return fmt.Errorf("usage: write %s: %w", it.Key, lastErr)
 }

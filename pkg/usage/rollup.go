@@ -51,6 +51,14 @@ type Totals struct {
 	CostNanoUSD int64 `json:"cost_nano_usd"`
 	// CostUSD is CostNanoUSD in USD, for reading.
 	CostUSD float64 `json:"cost_usd"`
+	// CacheHits counts requests answered from the response cache (no
+	// upstream call, cost 0).
+	CacheHits int64 `json:"cache_hits,omitempty"`
+	// SavedNanoUSD is what the cache hits cost when their answers were
+	// generated, in nano-dollars: the spend the cache saved.
+	SavedNanoUSD int64 `json:"saved_nano_usd,omitempty"`
+	// SavedUSD is SavedNanoUSD in USD, for reading.
+	SavedUSD float64 `json:"saved_usd,omitempty"`
 }
 
 // add counts one record.
@@ -75,6 +83,11 @@ func (t *Totals) add(r *exchange.Record) {
 	}
 	t.CostNanoUSD += NanoUSD(r.CostUSD)
 	t.CostUSD = USD(t.CostNanoUSD)
+	if r.ResponseCache == "hit" {
+		t.CacheHits++
+		t.SavedNanoUSD += NanoUSD(r.SavedCostUSD)
+		t.SavedUSD = USD(t.SavedNanoUSD)
+	}
 }
 
 // Merge adds o into t.
@@ -90,6 +103,9 @@ func (t *Totals) Merge(o Totals) {
 	t.Estimated += o.Estimated
 	t.CostNanoUSD += o.CostNanoUSD
 	t.CostUSD = USD(t.CostNanoUSD)
+	t.CacheHits += o.CacheHits
+	t.SavedNanoUSD += o.SavedNanoUSD
+	t.SavedUSD = USD(t.SavedNanoUSD)
 }
 
 // Rollup is the aggregated usage of one team for one UTC day.

@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -23,6 +25,9 @@ import (
 //	Finish          -> the finish chunk
 //	Usage           -> the include_usage chunk (choices []), only when the client asked
 //	Signature, RedactedReasoning -> nothing (Chat Completions has no field for them)
+//	Continuation    -> nothing; the stream goes on under its own id, and its
+//	                   finish chunk carries "x_gateway_continuation":
+//	                   {"cut": <target cut>, "continued_by": [<targets>]}
 //	End             -> data: [DONE]
 //	Fail            -> one data frame holding the error envelope, and no [DONE]
 
@@ -55,6 +60,10 @@ type streamEncoder struct {
 	started   bool
 	wantUsage bool
 	model     string // the route, for a stream whose upstream named no model
+	// cut and continuedBy describe a mid-stream continuation, marked on
+	// the finish chunk.
+	cut         string
+	continuedBy []string
 }
 
 func (e *streamEncoder) ContentType() string { return "text/event-stream; charset=utf-8" }
@@ -66,7 +75,29 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 		if ev.Flags&exchange.UsageOnly != 0 && !e.wantUsage {
 			return dst
 		}
+		if ev.Flags&exchange.HasFinish != 0 && e.cut != "" {
+			return e.appendMarked(dst, ev.Raw)
+		}
 		return sse.AppendData(dst, ev.Raw)
+	case exchange.Continuation:
+		if !e.started {
+			// A passthrough stream announced itself in its own bytes: go on
+			// under the id it gave.
+			e.started = true
+			id, model := ev.ID, ev.Name
+			if id == "" {
+				id = randomID()
+			}
+			if model == "" {
+				model = e.model
+			}
+			e.b.Reset(chatID(id), created(ev.Created), model)
+		}
+		if e.cut == "" {
+			e.cut = ev.Stop
+		}
+		e.continuedBy = append(e.continuedBy, ev.Text)
+		return dst
 	case exchange.Start:
 		if e.started {
 			return dst
@@ -89,6 +120,9 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 	case exchange.Finish:
 		dst = e.roleFirst(dst)
 		data = e.b.Finish(ev.Finish)
+		if e.cut != "" {
+			return e.appendMarked(dst, data)
+		}
 	case exchange.Usage:
 		if !e.wantUsage {
 			return dst
@@ -99,6 +133,24 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 		return dst
 	}
 	return sse.AppendData(dst, data)
+}
+
+// appendMarked appends the data frame of a finish chunk with the
+// continuation's extension field added to its object.
+func (e *streamEncoder) appendMarked(dst, chunk []byte) []byte {
+	chunk = bytes.TrimRight(chunk, " \t\r\n")
+	if len(chunk) < 2 || chunk[len(chunk)-1] != '}' {
+		return sse.AppendData(dst, chunk)
+	}
+	ext, _ := json.Marshal(struct {
+		Cut         string   `json:"cut"`
+		ContinuedBy []string `json:"continued_by"`
+	}{e.cut, e.continuedBy})
+	dst = append(dst, "data: "...)
+	dst = append(dst, chunk[:len(chunk)-1]...)
+	dst = append(dst, `,"x_gateway_continuation":`...)
+	dst = append(dst, ext...)
+	return append(dst, '}', '\n', '\n')
 }
 
 // roleFirst writes the role chunk when an upstream produced output without

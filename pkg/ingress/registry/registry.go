@@ -6,15 +6,22 @@ package registry
 import (
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/ingress/messages"
+	"github.com/llmgw/llmgw/pkg/ingress/responses"
 )
 
-// Entry is one client API and the POST paths it answers.
+// Entry is one client API and the POST paths it answers: Paths for
+// responses, CountPaths for token counts (the Ingress must then be an
+// ingress.Counter).
 type Entry struct {
-	Paths   []string
-	Ingress ingress.Ingress
+	Paths      []string
+	CountPaths []string
+	Ingress    ingress.Ingress
 }
 
 // Ingresses is every client API the gateway serves.
 var Ingresses = []Entry{
 	{Paths: []string{"/v1/chat/completions", "/chat/completions"}, Ingress: chat.Ingress{}},
+	{Paths: []string{"/v1/responses", "/responses"}, Ingress: responses.Ingress{}},
+	{Paths: []string{"/v1/messages"}, CountPaths: []string{"/v1/messages/count_tokens"}, Ingress: messages.Ingress{}},
 }

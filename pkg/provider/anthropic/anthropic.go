@@ -4,7 +4,9 @@
 // translated, rejected and ignored), sends it to {base_url}/v1/messages and
 // translates the response, streamed (see stream.go) or whole (see
 // response.go), into canonical events (exchange.Event) that the client's
-// ingress encodes.
+// ingress encodes. A client of the Messages API itself is served by
+// passthrough instead (see passthrough.go), and its count_tokens requests
+// are counted upstream (CountTokens).
 package anthropic
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
@@ -39,6 +42,7 @@ var timeNow = time.Now
 type Adapter struct {
 	id         string
 	endpoint   string // base URL + /v1/messages, query kept
+	countURL   string // base URL + /v1/messages/count_tokens, query kept
 	authHeader string
 	version    string
 	headers    map[string]string
@@ -64,6 +68,8 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	} else {
 		u.Path = path + "/v1/messages"
 	}
+	cu := *u
+	cu.Path += "/count_tokens"
 	auth := strings.ToLower(p.AuthHeader)
 	if auth == "" {
 		auth = "x-api-key"
@@ -75,12 +81,15 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, version: version, headers: p.Headers, client: client}, nil
+	return &Adapter{id: id, endpoint: u.String(), countURL: cu.String(), authHeader: auth, version: version, headers: p.Headers, client: client}, nil
 }
 
 // Send implements provider.Provider. Requests Anthropic cannot honour are
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	if provider.Passthrough(call.Req, exchange.Messages) {
+		return a.passthrough(ctx, call)
+	}
 	tr := translator{target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
 	areq, err := tr.translateRequest(call.Req, call.Model(), call.MaxTokens())
 	if err != nil {
@@ -122,7 +131,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	created := timeNow().Unix()
 	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), created), nil
+		s := newSSEStream(a.id, resp.Body, len(body), created)
+		s.trace = &call.Req.Trace
+		return s, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))

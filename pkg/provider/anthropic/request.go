@@ -202,7 +202,13 @@ var defaultSchema = json.RawMessage(`{"type":"object"}`)
 
 // tools translates tools, tool_choice and parallel_tool_calls.
 func (t *translator) tools(out *anthropicwire.Request, r *openaiwire.ChatRequest) error {
-	for _, tl := range r.Tools {
+	if r.ToolChoice != nil && !r.ToolChoice.Known() {
+		return t.unsupported("tool_choice", fmt.Sprintf("tool_choice type %q", r.ToolChoice.Mode))
+	}
+	for i, tl := range r.Tools {
+		if tl.Type != "function" {
+			return t.unsupported(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q", tl.Type))
+		}
 		schema := bytes.TrimSpace(tl.Function.Parameters)
 		if len(schema) == 0 || string(schema) == "null" || string(schema) == "{}" {
 			schema = defaultSchema

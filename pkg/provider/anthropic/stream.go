@@ -32,6 +32,8 @@ import (
 //	                                  Stop: stop_reason, StopSequence: stop_sequence}
 //	message_stop                   -> Usage (the stream's final figures), then io.EOF
 //	error                          -> provider.InBandError with the error's type
+//	any other frame whose data is not JSON -> nothing: skipped and counted
+//	                                  (exchange.Trace.MalformedFrames)
 //
 // Deltas with empty text, partial_json, thinking or signature carry nothing
 // and give no event. Text, reasoning and arguments point into the read
@@ -229,20 +231,8 @@ func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
 }
 
 func (t *streamTranslator) messageDelta() exchange.Event {
-	if u := t.ev.Usage; u != nil {
-		if u.OutputTokens != nil {
-			t.u.OutputTokens = *u.OutputTokens
-			t.gotDelta = true
-		}
-		if u.InputTokens != nil {
-			t.u.InputTokens = *u.InputTokens
-		}
-		if u.CacheReadInputTokens != nil {
-			t.u.CacheReadInputTokens = *u.CacheReadInputTokens
-		}
-		if u.CacheCreationInputTokens != nil {
-			t.u.CacheCreationInputTokens = *u.CacheCreationInputTokens
-		}
+	if mergeDeltaUsage(&t.u, t.ev.Usage) {
+		t.gotDelta = true
 	}
 	d := t.ev.Delta
 	if d == nil || d.StopReason == "" || t.finished {
@@ -250,6 +240,28 @@ func (t *streamTranslator) messageDelta() exchange.Event {
 	}
 	t.finished = true
 	return finishEvent(d.StopReason, d.StopSequence)
+}
+
+// mergeDeltaUsage applies a message_delta's cumulative usage to u and
+// reports whether it carried the final output_tokens.
+func mergeDeltaUsage(u *anthropicwire.Usage, d *anthropicwire.DeltaUsage) bool {
+	if d == nil {
+		return false
+	}
+	if d.InputTokens != nil {
+		u.InputTokens = *d.InputTokens
+	}
+	if d.CacheReadInputTokens != nil {
+		u.CacheReadInputTokens = *d.CacheReadInputTokens
+	}
+	if d.CacheCreationInputTokens != nil {
+		u.CacheCreationInputTokens = *d.CacheCreationInputTokens
+	}
+	if d.OutputTokens != nil {
+		u.OutputTokens = *d.OutputTokens
+		return true
+	}
+	return false
 }
 
 // finishEvent is the Finish event for a stop_reason and stop_sequence.
@@ -270,12 +282,20 @@ func tokenUsage(u anthropicwire.Usage) exchange.TokenUsage {
 
 // usage returns the figures counted so far.
 func (t *streamTranslator) usage() exchange.TokenUsage {
-	if !t.started {
-		return exchange.TokenUsage{Input: exchange.EstimateTokens(t.reqBytes), Output: exchange.EstimateTokens(t.chars), Estimated: true}
+	return streamUsage(t.started, t.gotDelta, t.u, t.reqBytes, t.chars)
+}
+
+// streamUsage is a stream's usage so far: the upstream's figures, with the
+// output estimated from the characters seen when the stream was cut
+// before message_delta (message_start's output count is a placeholder),
+// and everything estimated before message_start.
+func streamUsage(started, gotDelta bool, au anthropicwire.Usage, reqBytes, chars int) exchange.TokenUsage {
+	if !started {
+		return exchange.TokenUsage{Input: exchange.EstimateTokens(reqBytes), Output: exchange.EstimateTokens(chars), Estimated: true}
 	}
-	u := tokenUsage(t.u)
-	if !t.gotDelta { // cut before message_delta: the output count is message_start's placeholder
-		u.Output = max(u.Output, exchange.EstimateTokens(t.chars))
+	u := tokenUsage(au)
+	if !gotDelta {
+		u.Output = max(u.Output, exchange.EstimateTokens(chars))
 		u.Estimated = true
 	}
 	return u
@@ -286,6 +306,10 @@ type sseStream struct {
 	body io.ReadCloser
 	r    *sse.Reader
 	t    streamTranslator
+	// malformed counts the frames skipped as invalid JSON; trace, when
+	// set, is the request's trace, which counts them too.
+	malformed int
+	trace     *exchange.Trace
 }
 
 func newSSEStream(prov string, body io.ReadCloser, reqBytes int, created int64) *sseStream {
@@ -312,6 +336,15 @@ func (s *sseStream) Next() (exchange.Event, error) {
 			return exchange.Event{}, provider.Interrupted(s.t.prov, "broke off", err)
 		}
 		if len(f.Data) == 0 && len(f.Event) == 0 {
+			continue
+		}
+		if len(f.Data) > 0 && string(f.Event) != anthropicwire.EventError && !gjson.ValidBytes(f.Data) {
+			// A malformed frame is never translated: skip it, count it, and
+			// keep the stream if it otherwise completes (message_stop).
+			s.malformed++
+			if s.trace != nil {
+				s.trace.MalformedFrames++
+			}
 			continue
 		}
 		ev, err := s.t.event(f.Event, f.Data)

@@ -70,6 +70,10 @@
 //     the gateway counts every prompt token), CacheRead = cache reads,
 //     CacheWrite = cache writes.
 //
+// An event whose JSON payload is not valid JSON is dropped before the
+// SDK's reader sees it (which would end the stream) and counted on the
+// request's trace (malformed.go).
+//
 // Errors are mapped as documented on callError (the call itself) and
 // streamError (exceptions inside the event stream). A stream that ends
 // without messageStop and metadata is interrupted, never a clean end.
@@ -84,6 +88,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -183,7 +188,11 @@ func (c plainBodies) Do(r *http.Request) (*http.Response, error) {
 			r.Body = readOnly{r.Body}
 		}
 	}
-	return c.HTTPClient.Do(r)
+	resp, err := c.HTTPClient.Do(r)
+	if err == nil {
+		filterBody(r, resp)
+	}
+	return resp, err
 }
 
 // httpClient is the SDK's buildable client with the gateway's transport
@@ -217,7 +226,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
-		out, err := a.api.ConverseStream(ctx, req.streamInput())
+		malformed := new(atomic.Int64)
+		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput())
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
@@ -228,7 +238,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no event stream", Provider: a.id}
 		}
 		tr := newTranslator(responseID(out.ResultMetadata), model, timeNow().Unix())
-		return newStream(ctx, a.id, es, tr, reqBytes), nil
+		s := newStream(ctx, a.id, es, tr, reqBytes)
+		s.malformed, s.trace = malformed, &call.Req.Trace
+		return s, nil
 	}
 	out, err := a.api.Converse(ctx, req.converseInput())
 	if err != nil {

@@ -108,6 +108,9 @@ func assistantBlocks(m *openaiwire.Message, p, target string) ([]types.ContentBl
 	}
 	for k, tc := range m.ToolCalls {
 		tp := fmt.Sprintf("%s.tool_calls[%d]", p, k)
+		if tc.Type != "" && tc.Type != "function" {
+			return nil, unsupported(target, tp+".type", fmt.Sprintf("tool call type %q", tc.Type), "")
+		}
 		if tc.ID == "" || tc.Function.Name == "" {
 			return nil, invalid(tp, "%s needs an id and a function name", tp)
 		}

@@ -222,6 +222,14 @@ func toolConfig(req *openaiwire.ChatRequest, hasToolBlocks bool, target string) 
 	mode := ""
 	if req.ToolChoice != nil {
 		mode = req.ToolChoice.Mode
+		if !req.ToolChoice.Known() {
+			return nil, unsupported(target, "tool_choice", fmt.Sprintf("tool_choice type %q", mode), "")
+		}
+	}
+	for i := range req.Tools {
+		if typ := req.Tools[i].Type; typ != "function" {
+			return nil, unsupported(target, fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q", typ), "")
+		}
 	}
 	if mode == "none" {
 		if hasToolBlocks && len(req.Tools) > 0 {

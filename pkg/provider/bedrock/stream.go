@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
@@ -231,6 +232,23 @@ type stream struct {
 	usageSent bool
 	done      bool
 	closeOnce sync.Once
+	// malformed counts the events the body's frame filter dropped as
+	// invalid JSON (nil: none is filtered); trace is the request's trace,
+	// where they are added as they are learned (counted).
+	malformed *atomic.Int64
+	counted   int64
+	trace     *exchange.Trace
+}
+
+// countMalformed adds the frames dropped since the last call to the trace.
+func (s *stream) countMalformed() {
+	if s.malformed == nil || s.trace == nil {
+		return
+	}
+	if n := s.malformed.Load(); n != s.counted {
+		s.trace.MalformedFrames += int(n - s.counted)
+		s.counted = n
+	}
 }
 
 func newStream(ctx context.Context, id string, es eventStream, tr *translator, reqBytes int) *stream {
@@ -260,6 +278,7 @@ func (s *stream) Next() (exchange.Event, error) {
 		}
 		select {
 		case ev, ok := <-s.es.Events():
+			s.countMalformed()
 			if !ok {
 				return exchange.Event{}, s.ended()
 			}

@@ -5,7 +5,6 @@
 package openaicompat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,11 +30,16 @@ const (
 
 // Adapter sends chat completions to one OpenAI-compatible provider.
 type Adapter struct {
-	id         string
-	endpoint   string // base URL + /chat/completions, query kept
-	authHeader string
-	headers    map[string]string
-	client     *http.Client
+	id       string
+	endpoint string // base URL + /chat/completions, query kept
+	// responsesEndpoint is base URL + /responses (query kept); responses
+	// is true when the provider speaks the Responses API natively
+	// (apis: [responses]), so Responses clients pass through to it.
+	responsesEndpoint string
+	responses         bool
+	authHeader        string
+	headers           map[string]string
+	client            *http.Client
 	// maxTokensField names the field a capped request's output limit is sent
 	// in: "max_tokens" (default: the widest support) or
 	// "max_completion_tokens" (options.max_tokens_field; OpenAI's reasoning
@@ -53,27 +57,34 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/chat/completions"
+	base := strings.TrimSuffix(u.Path, "/")
+	u.Path = base + "/chat/completions"
+	endpoint := u.String()
+	u.Path = base + "/responses"
 	auth := strings.ToLower(p.AuthHeader)
 	if auth == "" {
 		auth = "authorization"
 	}
-	return &Adapter{id: id, endpoint: u.String(), authHeader: auth, headers: p.Headers, client: client,
-		maxTokensField: p.Options["max_tokens_field"]}, nil
+	return &Adapter{id: id, endpoint: endpoint, responsesEndpoint: u.String(), responses: p.Speaks(string(exchange.Responses)),
+		authHeader: auth, headers: p.Headers, client: client, maxTokensField: p.Options["max_tokens_field"]}, nil
 }
 
 // Send implements provider.Provider. A Chat Completions request passes
 // through byte for byte (only the model, stream usage and the output cap are
-// rewritten); a request that arrived on another API is encoded from its
-// canonical form, and the answer translated back into events.
+// rewritten), and so does a Responses API request to a provider that speaks
+// it (see responses.go); a request that arrived on another API is encoded
+// from its canonical form, and the answer translated back into events.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
+	if a.responses && rq.API == exchange.Responses {
+		return a.sendResponses(ctx, call)
+	}
 	stream := rq.Stream
 	pass := provider.Passthrough(rq, exchange.Chat)
 	src := rq.Body
 	if !pass {
 		var err error
-		if src, err = json.Marshal(rq.Chat); err != nil {
+		if src, err = json.Marshal(a.chatForm(rq.Chat)); err != nil {
 			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
 		}
 	}
@@ -82,32 +93,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(body))
+	resp, err := a.post(ctx, call, a.endpoint, body, stream)
 	if err != nil {
-		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "llmgw")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Accept-Encoding", "identity")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	for k, v := range a.headers {
-		req.Header.Set(k, v)
-	}
-	provider.SetKeyHeader(req.Header, a.authHeader, call.Key)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, provider.TransportError(ctx, a.id, err)
-	}
-	if call.OnResponse != nil {
-		call.OnResponse(resp.StatusCode, resp.Header)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.statusError(resp, call.Key)
+		return nil, err
 	}
 	ct := resp.Header.Get("Content-Type")
 	if stream && !strings.HasPrefix(ct, "application/json") {
@@ -141,6 +129,20 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		flags |= exchange.HasFinish
 	}
 	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags, Finish: ci.FinishReason}), nil
+}
+
+// chatForm returns the canonical request as this provider receives it
+// translated: a client limit given as max_completion_tokens goes in
+// max_tokens unless the provider is configured for max_completion_tokens
+// (options.max_tokens_field), the widest support. The shared request is
+// never modified.
+func (a *Adapter) chatForm(c *openaiwire.ChatRequest) *openaiwire.ChatRequest {
+	if a.maxTokensField == "max_completion_tokens" || c.MaxCompletionTokens == nil || c.MaxTokens != nil {
+		return c
+	}
+	cc := *c
+	cc.MaxTokens, cc.MaxCompletionTokens = c.MaxCompletionTokens, nil
+	return &cc
 }
 
 // usageOf maps OpenAI usage to the gateway's.

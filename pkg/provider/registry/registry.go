@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider/anthropic"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
+	"github.com/llmgw/llmgw/pkg/provider/rechunk"
 )
 
 // Factory builds the adapter for one configured provider.
@@ -53,20 +54,22 @@ func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provide
 		if err != nil {
 			return nil, err
 		}
-		out[id] = a
+		out[id] = nativeGuard{p: p, next: a}
 	}
 	return out, nil
 }
 
 // HTTPClient returns a client tuned for one upstream: pooled keep-alive
 // connections, a connect timeout from config and no total timeout (streams
-// are bounded by the failover engine's phase timeouts).
+// are bounded by the failover engine's phase timeouts). Its HTTP/1.1
+// connections hand over every byte of a chunked body as it arrives, even
+// when the upstream stalls inside a chunk (pkg/provider/rechunk).
 func HTTPClient(p *config.Provider) *http.Client {
 	connect := p.ConnectTimeout.D()
 	if connect == 0 {
 		connect = 5 * time.Second
 	}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: rechunk.Wrap(&http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   connect,
@@ -75,5 +78,5 @@ func HTTPClient(p *config.Provider) *http.Client {
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
-	}}
+	})}
 }

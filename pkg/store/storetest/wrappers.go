@@ -59,16 +59,28 @@ const (
 	Failing                   // fail at once with ErrInjected
 	Blocking                  // block until the call's context ends
 	Hanging                   // block until the test ends, ignoring the context
+	// Slow waits the delay of SetDelay, ignoring the context, then passes
+	// the call through: a write lands after its caller gave up.
+	Slow
+	// Throttled fails at once with ErrThrottled, as DynamoDB answers a
+	// partition over its throughput.
+	Throttled
 )
 
 // ErrInjected is the error of a Failing (or released Hanging) call.
 var ErrInjected = errors.New("injected store failure")
+
+// ErrThrottled is the error of a Throttled call. Backends do not retry it
+// past their caller's deadline; to the code above the store it is a
+// failure like any other.
+var ErrThrottled = errors.New("injected throttling: ProvisionedThroughputExceededException: the level of configured provisioned throughput for the table was exceeded")
 
 // Faulty is a store.Store that fails, blocks or hangs on demand (Get,
 // Query, Put, Add), and records the time budget each call's context had.
 type Faulty struct {
 	store.Store
 	mode  atomic.Int32
+	delay atomic.Int64 // for Slow, nanoseconds
 	calls atomic.Int64
 	// Entered receives once per blocked or hanging call (buffered).
 	Entered chan struct{}
@@ -88,10 +100,24 @@ func NewFaulty(t testing.TB, s store.Store) *Faulty {
 // Set switches the mode of later calls.
 func (f *Faulty) Set(m FaultMode) { f.mode.Store(int32(m)) }
 
+// SetDelay sets how long a Slow call waits before it passes through.
+func (f *Faulty) SetDelay(d time.Duration) { f.delay.Store(int64(d)) }
+
 // Calls reports how many calls reached the wrapper.
 func (f *Faulty) Calls() int64 { return f.calls.Load() }
 
-func (f *Faulty) gate(ctx context.Context) error {
+// gate applies the mode to one call; a Slow call continues with a context
+// that no longer ends (returned in place of ctx).
+func (f *Faulty) gate(ctx context.Context) (context.Context, error) {
+	mode := FaultMode(f.mode.Load())
+	err := f.gateErr(ctx, mode)
+	if err == nil && mode == Slow {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return ctx, err
+}
+
+func (f *Faulty) gateErr(ctx context.Context, mode FaultMode) error {
 	f.calls.Add(1)
 	budget := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
@@ -100,7 +126,7 @@ func (f *Faulty) gate(ctx context.Context) error {
 	f.mu.Lock()
 	f.budgets = append(f.budgets, budget)
 	f.mu.Unlock()
-	switch FaultMode(f.mode.Load()) {
+	switch mode {
 	case Failing:
 		return ErrInjected
 	case Blocking:
@@ -111,6 +137,14 @@ func (f *Faulty) gate(ctx context.Context) error {
 		f.Entered <- struct{}{}
 		<-f.release
 		return ErrInjected
+	case Slow:
+		select {
+		case <-time.After(time.Duration(f.delay.Load())):
+		case <-f.release:
+			return ErrInjected
+		}
+	case Throttled:
+		return ErrThrottled
 	}
 	return nil
 }
@@ -132,7 +166,8 @@ func (f *Faulty) MaxBudget() (budget time.Duration, ok bool) {
 
 // Get implements store.Getter.
 func (f *Faulty) Get(ctx context.Context, k store.Key) (store.Item, bool, error) {
-	if err := f.gate(ctx); err != nil {
+	ctx, err := f.gate(ctx)
+	if err != nil {
 		return store.Item{}, false, err
 	}
 	return f.Store.Get(ctx, k)
@@ -140,7 +175,8 @@ func (f *Faulty) Get(ctx context.Context, k store.Key) (store.Item, bool, error)
 
 // Query implements store.Querier.
 func (f *Faulty) Query(ctx context.Context, pk, from, to string, fn func(store.Item) bool) error {
-	if err := f.gate(ctx); err != nil {
+	ctx, err := f.gate(ctx)
+	if err != nil {
 		return err
 	}
 	return f.Store.Query(ctx, pk, from, to, fn)
@@ -148,7 +184,8 @@ func (f *Faulty) Query(ctx context.Context, pk, from, to string, fn func(store.I
 
 // Put implements store.Putter.
 func (f *Faulty) Put(ctx context.Context, it store.Item, c store.Cond) (store.Item, error) {
-	if err := f.gate(ctx); err != nil {
+	ctx, err := f.gate(ctx)
+	if err != nil {
 		return store.Item{}, err
 	}
 	return f.Store.Put(ctx, it, c)
@@ -156,7 +193,8 @@ func (f *Faulty) Put(ctx context.Context, it store.Item, c store.Cond) (store.It
 
 // Add implements store.Adder.
 func (f *Faulty) Add(ctx context.Context, k store.Key, d map[string]float64, o store.AddOptions) (store.Item, error) {
-	if err := f.gate(ctx); err != nil {
+	ctx, err := f.gate(ctx)
+	if err != nil {
 		return store.Item{}, err
 	}
 	return f.Store.Add(ctx, k, d, o)

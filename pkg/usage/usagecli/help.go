@@ -20,14 +20,20 @@ var ConfigEnv = []cmdhelp.Env{
 var RollupHelp = cmdhelp.Command{
 	Name:  "rollup",
 	Short: "aggregate usage records into per-team, per-day rollups",
-	Synopsis: `go run ./functions/rollup [-from DAY] [-to DAY] [-config FILE] [-store embedded|dynamodb] [-state FILE] [-table NAME]
+	Synopsis: `go run ./functions/rollup [-from DAY] [-to DAY] [-config FILE] [-store embedded|dynamodb] [-state FILE] [-table NAME] [-spill FILE]
 go run ./functions/rollup -mode hourly|daily [...]
 bootstrap        (on AWS Lambda, invoked by EventBridge schedules)`,
 	About: `Recomputes, for every team of the config (and "anonymous"), each day's
 rollup from that team-day's usage records: requests, tokens, cost, errors and
 fallbacks, per route and per tag. It is idempotent (a day is recomputed, never
 added to) and reads one partition per team-day, never the whole table. It
-prints a JSON summary of the run.`,
+prints a JSON summary of the run.
+
+Every run first drains the usage spill - records the gateway could not
+write to the store - into the store (idempotently: a record already there is
+not counted twice), and recomputes from the earliest day it drained: locally
+the spill file (-spill, default usage-spill.jsonl next to -state), on Lambda
+the SQS queue LLMGW_USAGE_QUEUE (at most half the invocation's time).`,
 	Modes: `Local: one run over -from..-to (default yesterday and today), or over the
 window of -mode. The store is the embedded file of a local gateway (-state;
 stop the gateway first, it holds the file) or DynamoDB (-store dynamodb).
@@ -43,6 +49,7 @@ returns its error (EventBridge retries) and emits the RollupFailures metric.`,
 	Env: append([]cmdhelp.Env{
 		{Name: "AWS_LAMBDA_RUNTIME_API", About: "set by AWS Lambda: serve scheduled invocations instead of running once"},
 		{Name: EnvStage, About: "Lambda: the Stage dimension of the RollupFailures metric"},
+		{Name: deployment.EnvUsageQueue, About: "Lambda: the URL of the SQS queue of spilled usage records, drained before every run"},
 	}, ConfigEnv...),
 	Examples: `go run ./functions/rollup -config gw.yaml                             # yesterday and today, .llmgw/state.db
 go run ./functions/rollup -config gw.yaml -from 2026-11-01 -to 2026-11-30

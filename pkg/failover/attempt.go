@@ -1,0 +1,178 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// Codes of failures inside a route's head buffer (opt-in): the stream had
+// content, but the client had seen none of it.
+const (
+	// CodeHeadStall: the upstream went silent for the idle timeout.
+	CodeHeadStall = "head_stall"
+	// CodeHeadCut: the upstream's stream broke off.
+	CodeHeadCut = "head_cut"
+)
+
+// attempt makes one call and reads up to the first content event or, with
+// a head buffer, to the end of the head window (see config.HeadBuffer).
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
+	tr := &rq.Trace
+	start := r.now()
+	actx, cancel := context.WithCancelCause(ctx)
+	limit := step.FirstTokenTimeout
+	if !rq.Stream {
+		limit = rq.Policy.ResponseTimeout.D()
+	}
+	wd := time.AfterFunc(limit, func() { cancel(errFirstToken) })
+	idleD := rq.Policy.IdleTimeout.D()
+	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
+	idle.Stop()
+	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
+	call := &provider.Call{Req: rq, Step: step, Key: key,
+		OnResponse: func(status int, h http.Header) {
+			rec.Status = status
+			r.Keys.Observe(step.Provider, step.Model, key, status, h)
+		}}
+	fail := func(stream provider.Stream, err error) (*Session, error) {
+		wd.Stop()
+		idle.Stop()
+		cancel(nil)
+		if stream != nil {
+			stream.Close()
+		}
+		ge, outcome := r.classify(ctx, actx, err, limit)
+		done(outcome)
+		rec.Latency = r.now().Sub(start)
+		rec.LatencyM = exchange.Millis(rec.Latency)
+		if ge == nil {
+			rec.Category = "client_cancelled"
+			tr.Attempts = append(tr.Attempts, rec)
+			return nil, ErrClientGone
+		}
+		rec.Category = ge.Category
+		tr.Attempts = append(tr.Attempts, rec)
+		return nil, ge
+	}
+	stream, err := r.Providers[step.Provider].Send(actx, call)
+	if err != nil {
+		return fail(nil, err)
+	}
+	rec.Phase = "first_token"
+	hb := rq.Policy.HeadBuffer
+	if !rq.Stream {
+		hb = nil
+	}
+	var head []exchange.Event
+	var firstAt time.Time // the first content, when holding a head
+	tokens := 0
+	answered, ended := false, false
+	for {
+		ev, err := stream.Next()
+		if err == io.EOF {
+			// Ended without content. It is still an answer when it stopped
+			// for length or a content filter, or spent output tokens (on
+			// hidden reasoning): the client decides. Only a truly empty
+			// success is retried or failed over.
+			if !firstAt.IsZero() || answered || stream.Usage().Output > 0 {
+				ended = true
+				break
+			}
+			return fail(stream, provider.EmptyResponse(step.Provider))
+		}
+		if err != nil {
+			if !firstAt.IsZero() {
+				err = headFailure(step.Provider, err)
+			}
+			return fail(stream, err)
+		}
+		if ev.IsUsageOnly() && !rq.WantsUsage {
+			continue
+		}
+		head = append(head, ev.Clone())
+		if ev.Commits() {
+			if hb == nil {
+				break
+			}
+			if firstAt.IsZero() {
+				// Content: the first-token wait is over; inside the head
+				// window a silence longer than the idle timeout is a stall.
+				firstAt, rec.Phase = r.now(), "head"
+				wd.Stop()
+			}
+			tokens += contentTokens(&ev)
+			if hb.Tokens > 0 && tokens >= hb.Tokens || hb.Duration > 0 && r.now().Sub(firstAt) >= hb.Duration.D() {
+				break
+			}
+		}
+		if !firstAt.IsZero() {
+			idle.Reset(idleD)
+		}
+		if ev.Finishes() && (ev.Finish == exchange.FinishLength || ev.Finish == exchange.FinishContentFilter) {
+			answered = true
+		}
+	}
+	wd.Stop()
+	idle.Stop()
+	rec.Latency = r.now().Sub(start)
+	rec.LatencyM = exchange.Millis(rec.Latency)
+	rec.Phase = ""
+	tr.Attempts = append(tr.Attempts, rec)
+	return &Session{
+		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
+		wd: idle, idle: idleD, done: done, wantUsage: rq.WantsUsage, ended: ended,
+	}, nil
+}
+
+// contentTokens estimates the output tokens of a content event: one per
+// four characters, at least one per event (a passthrough frame counts one).
+func contentTokens(ev *exchange.Event) int {
+	n := len(ev.Text)
+	if ev.Kind == exchange.ToolCall {
+		n = len(ev.Name)
+	}
+	return max(exchange.EstimateTokens(n), 1)
+}
+
+// headFailure is the error for a stream that broke inside its head window:
+// the client saw nothing, so a cut is a failure before the first token
+// (unavailable, which fails over by default). In-band provider errors keep
+// their own category.
+func headFailure(prov string, err error) error {
+	ge := gwerr.As(err)
+	if ge.Category != gwerr.Interrupted {
+		return err
+	}
+	return &gwerr.Error{Category: gwerr.Unavailable, Code: CodeHeadCut, Message: "provider stream was cut inside the head buffer",
+		Provider: prov, RetryAfter: ge.RetryAfter, Cause: err}
+}
+
+// classify maps an attempt's error to what the client and the breaker see.
+// A nil *gwerr.Error means the client left.
+func (r *Router) classify(ctx, actx context.Context, err error, limit time.Duration) (*gwerr.Error, breaker.Outcome) {
+	switch cause := context.Cause(actx); {
+	case errors.Is(cause, errFirstToken):
+		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeFirstTokenTimeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
+	case errors.Is(cause, errIdle):
+		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeHeadStall, Message: "provider went silent inside the head buffer", Cause: err}, breaker.Failure
+	case errors.Is(cause, ErrDeadline):
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
+	case ctx.Err() != nil:
+		return nil, breaker.Ignored
+	}
+	ge := gwerr.As(err)
+	if ge.Category.ProviderFault() && ge.Code != provider.CodeProviderCredentials {
+		return ge, breaker.Failure
+	}
+	return ge, breaker.Ignored
+}

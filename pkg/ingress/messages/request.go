@@ -1,0 +1,273 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+)
+
+// Validation of a Messages request (POST /v1/messages, and the body of POST
+// /v1/messages/count_tokens), done before any upstream call: the shapes
+// and ranges Anthropic documents, so that a bad request gets a 400 here
+// rather than failing differently on each target. Fields the gateway does
+// not know are accepted: they reach an Anthropic upstream untouched, and
+// are listed as untranslated for every other target (see canonical.go).
+
+// request is the validating view of the body. Polymorphic members are kept
+// raw and checked by hand, so every error names its field.
+type request struct {
+	Model         string            `json:"model"`
+	MaxTokens     *int              `json:"max_tokens"`
+	Messages      []message         `json:"messages"`
+	System        json.RawMessage   `json:"system"`
+	Stream        bool              `json:"stream"`
+	StopSequences []string          `json:"stop_sequences"`
+	Temperature   *float64          `json:"temperature"`
+	TopP          *float64          `json:"top_p"`
+	TopK          *int              `json:"top_k"`
+	Tools         []json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage   `json:"tool_choice"`
+	Metadata      json.RawMessage   `json:"metadata"`
+	Thinking      json.RawMessage   `json:"thinking"`
+}
+
+// message is one turn.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// block is one content block of any type; Type says which fields apply.
+type block struct {
+	Type         string          `json:"type"`
+	Text         *string         `json:"text"`
+	Source       json.RawMessage `json:"source"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	IsError      *bool           `json:"is_error"`
+	Thinking     *string         `json:"thinking"`
+	Signature    *string         `json:"signature"`
+	Data         *string         `json:"data"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// source is an image's or a document's source.
+type source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// topLevel are the request members the gateway knows.
+var topLevel = map[string]bool{
+	"model": true, "max_tokens": true, "messages": true, "system": true, "stream": true,
+	"stop_sequences": true, "temperature": true, "top_p": true, "top_k": true, "tools": true,
+	"tool_choice": true, "metadata": true, "thinking": true,
+}
+
+// maxDepth bounds the nesting of a request body.
+const maxDepth = 64
+
+// bad is the invalid_request error for a field.
+func bad(param, format string, args ...any) *gwerr.Error {
+	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
+}
+
+// parse validates a body and returns its view and the names of its
+// top-level members, in order. count is true for count_tokens, which takes
+// no max_tokens.
+func parse(body []byte, count bool) (*request, []string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is empty; expected a JSON object")
+	}
+	if !utf8.Valid(body) {
+		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid UTF-8")
+	}
+	if !json.Valid(body) {
+		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
+	}
+	if depth(body) > maxDepth {
+		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request JSON is nested more than %d levels deep", maxDepth)
+	}
+	var keys []string
+	seen := map[string]bool{}
+	var dup string
+	if err := openaiwire.Members(body, func(k string, _ []byte) bool {
+		if seen[k] {
+			dup = k
+			return false
+		}
+		seen[k] = true
+		keys = append(keys, k)
+		return true
+	}); err != nil {
+		return nil, nil, err
+	}
+	if dup != "" {
+		return nil, nil, bad(dup, "field %q appears more than once", dup)
+	}
+	for _, k := range keys {
+		if topLevel[k] {
+			continue
+		}
+		for f := range topLevel {
+			// encoding/json matches names case-insensitively, Anthropic
+			// does not: {"MODEL": ...} would route on one model and send
+			// another.
+			if strings.EqualFold(k, f) {
+				return nil, nil, bad(k, "field %q must be written %q (field names are case-sensitive)", k, f)
+			}
+		}
+	}
+	var r request
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, nil, decodeError(err)
+	}
+	if err := r.validate(count); err != nil {
+		return nil, nil, err
+	}
+	return &r, keys, nil
+}
+
+// validate checks the top-level members; the conversation, tools and
+// options are checked while they are converted (canonical.go).
+func (r *request) validate(count bool) error {
+	if strings.TrimSpace(r.Model) == "" {
+		return bad("model", "model: field required")
+	}
+	if !count {
+		if r.MaxTokens == nil {
+			return bad("max_tokens", "max_tokens: field required")
+		}
+		if *r.MaxTokens < 1 {
+			return bad("max_tokens", "max_tokens: must be at least 1, got %d", *r.MaxTokens)
+		}
+	}
+	if len(r.Messages) == 0 {
+		return bad("messages", "messages: must be a non-empty array")
+	}
+	for _, c := range []struct {
+		name string
+		v    *float64
+	}{{"temperature", r.Temperature}, {"top_p", r.TopP}} {
+		if c.v != nil && (math.IsNaN(*c.v) || *c.v < 0 || *c.v > 1) {
+			return bad(c.name, "%s: must be between 0 and 1", c.name)
+		}
+	}
+	if r.TopK != nil && *r.TopK < 0 {
+		return bad("top_k", "top_k: must be a non-negative integer")
+	}
+	for i, s := range r.StopSequences {
+		if s == "" {
+			return bad(fmt.Sprintf("stop_sequences[%d]", i), "stop_sequences[%d]: must not be empty", i)
+		}
+	}
+	return nil
+}
+
+// depth returns the deepest nesting of a valid JSON document.
+func depth(b []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// decodeError turns a decoding error into an invalid_request naming the field.
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return bad(field, "%s: wrong type: got JSON %s", field, te.Value)
+	}
+	return gwerr.New(gwerr.InvalidRequest, "request body could not be decoded: %s", gwerr.Redact(err.Error()))
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// keysOf returns the member names of a JSON object (nil for anything else).
+func keysOf(raw json.RawMessage) []string {
+	var keys []string
+	if !isObject(raw) {
+		return nil
+	}
+	_ = openaiwire.Members(raw, func(k string, _ []byte) bool {
+		keys = append(keys, k)
+		return true
+	})
+	return keys
+}
+
+// converter builds the canonical form and collects what it cannot carry.
+type converter struct {
+	chat *openaiwire.ChatRequest
+	lost []exchange.Feature
+}
+
+// lose records a feature the canonical form cannot carry: param is where it
+// is, key its stable name (what a route's translate_without lists).
+func (c *converter) lose(param, key, format string, args ...any) {
+	c.lost = append(c.lost, exchange.Feature{Param: param, Key: key, What: fmt.Sprintf(format, args...)})
+}
+
+// extraKeys records the members of a JSON object outside known.
+func (c *converter) extraKeys(param string, raw json.RawMessage, known ...string) {
+	for _, k := range keysOf(raw) {
+		found := false
+		for _, n := range known {
+			if k == n {
+				found = true
+				break
+			}
+		}
+		if !found {
+			c.lose(param+"."+k, exchange.FeatureKey(param+"."+k), "field %q", param+"."+k)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package responses_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress/responses"
+)
+
+func decode(t *testing.T, body string) (*exchange.Request, error) {
+	t.Helper()
+	req := &exchange.Request{ID: "req_0123"}
+	err := responses.Ingress{}.Decode(nil, []byte(body), req)
+	return req, err
+}
+
+// chatJSON is the canonical chat form as the openai adapter would send it.
+func chatJSON(t *testing.T, req *exchange.Request) string {
+	t.Helper()
+	b, err := json.Marshal(req.Chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDecodeTranslatesToChat(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"string input and instructions",
+			`{"model":"m","instructions":"Be brief.","input":"hi"}`,
+			`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]}`},
+		{"roles and parts",
+			`{"model":"m","input":[{"role":"developer","content":"dev rules"},{"type":"message","role":"system","content":[{"type":"input_text","text":"sys"}]},` +
+				`{"role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"}]},` +
+				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a cat","annotations":[]}]}]}`,
+			`{"model":"m","messages":[{"role":"system","content":"dev rules"},{"role":"system","content":"sys"},` +
+				`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}}]},` +
+				`{"role":"assistant","content":"a cat"}]}`},
+		{"function call round trip, reasoning dropped",
+			`{"model":"m","input":[{"role":"user","content":"weather?"},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"xx"},` +
+				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Checking."}]},` +
+				`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},` +
+				`{"type":"function_call","call_id":"call_2","name":"get_time","arguments":""},` +
+				`{"type":"function_call_output","call_id":"call_1","output":"18C"},` +
+				`{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"}]}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"Checking.","tool_calls":[` +
+				`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},` +
+				`{"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{}"}}]},` +
+				`{"role":"tool","content":"18C","tool_call_id":"call_1"},{"role":"tool","content":"noon","tool_call_id":"call_2"}]}`},
+		{"function call without assistant text",
+			`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`,
+			`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"ok","tool_call_id":"c"}]}`},
+		{"parameters",
+			`{"model":"m","input":"x","stream":true,"max_output_tokens":256,"temperature":0.5,"top_p":0.9,"user":"u1","parallel_tool_calls":false,` +
+				`"reasoning":{"effort":"high","summary":"auto"},"store":false,"metadata":{"tag":"search"},"include":["reasoning.encrypted_content"],` +
+				`"tools":[{"type":"function","name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}],` +
+				`"tool_choice":{"type":"function","name":"get_weather"},` +
+				`"text":{"format":{"type":"json_schema","name":"w","schema":{"type":"object"},"strict":true},"verbosity":"low"}}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"max_completion_tokens":256,"temperature":0.5,"top_p":0.9,` +
+				`"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}}],` +
+				`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false,` +
+				`"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"},"strict":true}},"user":"u1","reasoning_effort":"high"}`},
+		{"namespace tools flattened, namespaced calls too",
+			`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"}],` +
+				`"tools":[{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"multi_agent_v1__spawn_agent","arguments":"{}"}}]}],` +
+				`"tools":[{"type":"function","function":{"name":"multi_agent_v1__spawn_agent","parameters":{"type":"object"}}}]}`},
+		{"json_object",
+			`{"model":"m","input":"x","text":{"format":{"type":"json_object"}},"tool_choice":"required"}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"required","response_format":{"type":"json_object"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := decode(t, tc.in)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if len(req.Untranslated) != 0 {
+				t.Errorf("Untranslated = %+v, want none", req.Untranslated)
+			}
+			if got := chatJSON(t, req); got != tc.want {
+				t.Errorf("chat form\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeFillsTheRequest(t *testing.T) {
+	body := `{"model":"fast","input":"hi","stream":true,"metadata":{"tag":"search"},"unknown_field":{"kept":1}}`
+	req, err := decode(t, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Route != "fast" || !req.Stream || !req.WantsUsage || req.Tag != "search" || string(req.Body) != body {
+		t.Errorf("request = route %q stream %v usage %v tag %q body %s", req.Route, req.Stream, req.WantsUsage, req.Tag, req.Body)
+	}
+}
+
+// TestDecodeMarksNativeOnlyFeatures: features a translation cannot honour
+// are not an error at decode (a native upstream may serve them) but are
+// named on the request, so that translating targets refuse the attempt.
+func TestDecodeMarksNativeOnlyFeatures(t *testing.T) {
+	for _, tc := range []struct{ name, in, param, feature string }{
+		{"web_search tool", `{"model":"m","input":"x","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}`, "tools[1]", "the web_search tool"},
+		{"custom tool", `{"model":"m","input":"x","tools":[{"type":"custom","name":"apply_patch"}]}`, "tools[0]", "the custom tool"},
+		{"tool_search tool", `{"model":"m","input":"x","tools":[{"type":"tool_search"}]}`, "tools[0]", "the tool_search tool"},
+		{"previous_response_id", `{"model":"m","previous_response_id":"resp_1","input":"x"}`, "previous_response_id", "does not store conversations"},
+		{"previous_response_id without input", `{"model":"m","previous_response_id":"resp_1"}`, "previous_response_id", "previous_response_id"},
+		{"conversation", `{"model":"m","conversation":"conv_1","input":"x"}`, "conversation", "does not store conversations"},
+		{"background", `{"model":"m","background":true,"input":"x"}`, "background", "background"},
+		{"item_reference", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"item_reference","id":"msg_1"}]}`, "input[1]", "item_reference"},
+		{"unknown item type", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"custom_tool_call","call_id":"c","name":"n","input":"i"}]}`, "input[1]", "custom_tool_call"},
+		{"image by file id", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input[0].content[0]", "file_id"},
+		{"built-in tool choice", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice", "web_search_preview"},
+		{"image in tool output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input[0].output[0]", "input_image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := decode(t, tc.in)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if len(req.Untranslated) == 0 {
+				t.Fatal("Untranslated not set")
+			}
+			f := req.Untranslated[0]
+			if f.Param != tc.param || !strings.Contains(f.What+" "+f.Why, tc.feature) {
+				t.Errorf("Untranslated[0] = %+v, want param %q naming %q", f, tc.param, tc.feature)
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct{ name, in, param, msg string }{
+		{"empty", ``, "", "empty"},
+		{"not an object", `[1]`, "", "JSON object"},
+		{"invalid json", `{"model":`, "", "not valid JSON"},
+		{"duplicate model", `{"model":"a","model":"b","input":"x"}`, "model", "more than once"},
+		{"case-folded model", `{"MODEL":"a","input":"x"}`, "MODEL", "case-sensitive"},
+		{"redirect field", `{"model":"a","input":"x","base_url":"http://evil"}`, "base_url", "not accepted"},
+		{"no model", `{"input":"x"}`, "model", "model is required"},
+		{"model not a string", `{"model":3,"input":"x"}`, "model", "wrong type"},
+		{"no input", `{"model":"m"}`, "input", "input is required"},
+		{"input a number", `{"model":"m","input":3}`, "input", "string or an array"},
+		{"item not an object", `{"model":"m","input":["x"]}`, "input[0]", "must be an object"},
+		{"bad role", `{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input[0].role", "not one of"},
+		{"message without role", `{"model":"m","input":[{"type":"message","content":"x"}]}`, "input[0].role", "needs role"},
+		{"content a number", `{"model":"m","input":[{"role":"user","content":5}]}`, "input[0].content", "string or an array"},
+		{"text part without text", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text"}]}]}`, "input[0].content[0].text", "needs text"},
+		{"image without url", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]}`, "input[0].content[0].image_url", "needs image_url"},
+		{"function_call without call_id", `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, "input[0].call_id", "call_id"},
+		{"function_call without name", `{"model":"m","input":[{"type":"function_call","call_id":"c"}]}`, "input[0].name", "name"},
+		{"output without call_id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id", "call_id"},
+		{"output missing", `{"model":"m","input":[{"type":"function_call_output","call_id":"c"}]}`, "input[0].output", "output"},
+		{"only reasoning", `{"model":"m","input":[{"type":"reasoning","summary":[]}]}`, "input", "no message"},
+		{"function tool without name", `{"model":"m","input":"x","tools":[{"type":"function"}]}`, "tools[0].name", "needs name"},
+		{"tool without type", `{"model":"m","input":"x","tools":[{"name":"f"}]}`, "tools[0].type", "needs type"},
+		{"tool_choice unknown mode", `{"model":"m","input":"x","tool_choice":"sometimes"}`, "tool_choice", "not none, auto, required"},
+		{"tool_choice unknown function", `{"model":"m","input":"x","tool_choice":{"type":"function","name":"g"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice", "not in tools"},
+		{"format unknown", `{"model":"m","input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type", "not text, json_object or json_schema"},
+		{"json_schema without name", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","schema":{}}}}`, "text.format.name", "needs name"},
+		{"json_schema without schema", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`, "text.format.schema", "needs schema"},
+		{"bad verbosity", `{"model":"m","input":"x","text":{"verbosity":"loud"}}`, "text.verbosity", "not one of"},
+		{"bad effort", `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, "reasoning.effort", "not one of"},
+		{"max_output_tokens zero", `{"model":"m","input":"x","max_output_tokens":0}`, "max_output_tokens", "between 1"},
+		{"temperature too high", `{"model":"m","input":"x","temperature":3}`, "temperature", "between 0 and 2"},
+		{"top_p too high", `{"model":"m","input":"x","top_p":1.5}`, "top_p", "between 0 and 1"},
+		{"stream not a bool", `{"model":"m","input":"x","stream":"yes"}`, "stream", "wrong type"},
+		{"store not a bool", `{"model":"m","input":"x","store":"no"}`, "store", "wrong type"},
+		{"metadata value not a string", `{"model":"m","input":"x","metadata":{"a":1}}`, "metadata", "wrong type"},
+		{"metadata too long", `{"model":"m","input":"x","metadata":{"k":"` + strings.Repeat("v", 513) + `"}}`, "metadata", "at most"},
+		{"instructions not a string", `{"model":"m","input":"x","instructions":["a"]}`, "instructions", "wrong type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decode(t, tc.in)
+			var ge *gwerr.Error
+			if !errors.As(err, &ge) {
+				t.Fatalf("err = %v, want a *gwerr.Error", err)
+			}
+			if ge.Category != gwerr.InvalidRequest || ge.Param != tc.param || !strings.Contains(ge.Message, tc.msg) {
+				t.Errorf("err = %s (param %q), want invalid_request on %q mentioning %q", ge.Message, ge.Param, tc.param, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package openaiwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
+)
+
+// CheckObject runs the checks every OpenAI-shaped request body gets before
+// it is decoded, whatever its API: not empty, valid UTF-8, nested at most
+// depthLimit levels (0 means 64), valid JSON, a top-level object without
+// duplicate keys (so that the gateway and the upstream never disagree on
+// the model) and without the fields that try to choose an upstream address
+// or credential. It returns the set of top-level keys. Every failure is an
+// invalid_request *gwerr.Error.
+func CheckObject(body []byte, depthLimit int) (map[string]bool, error) {
+	if depthLimit == 0 {
+		depthLimit = 64
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is empty; expected a JSON object")
+	}
+	if !utf8.Valid(body) {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid UTF-8")
+	}
+	if d := maxDepth(body); d > depthLimit {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request JSON is nested %d levels deep; the limit is %d", d, depthLimit)
+	}
+	if !json.Valid(body) {
+		return nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
+	}
+	keys, err := topLevelKeys(body)
+	if err != nil {
+		return nil, err
+	}
+	for k := range keys {
+		if redirectFields[k] {
+			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,47 @@
+package anthropic
+
+import (
+	"context"
+	"io"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+var _ provider.TokenCounter = (*Adapter)(nil)
+
+// CountTokens implements provider.TokenCounter for a Messages client's
+// count_tokens request: the client's body, with the target's model, is
+// posted to {base_url}/v1/messages/count_tokens with the passthrough
+// headers, and the upstream's input_tokens returned. A request of any other
+// API cannot be counted here (provider.ErrCannotCount).
+func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, error) {
+	if !provider.Passthrough(call.Req, exchange.Messages) {
+		return 0, provider.ErrCannotCount
+	}
+	body, err := passthroughBody(call.Req.Body, call.Model(), 0)
+	if err != nil {
+		return 0, err
+	}
+	req, err := a.newRequest(ctx, call, a.countURL, body, false)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := a.do(ctx, call, req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+	if err != nil {
+		return 0, provider.TransportError(ctx, a.id, err)
+	}
+	n := gjson.GetBytes(data, "input_tokens")
+	if n.Type != gjson.Number {
+		return 0, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no input_tokens count", Provider: a.id}
+	}
+	return int(n.Int()), nil
+}

@@ -1,0 +1,169 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// Passthrough: a client of the Messages API served by an Anthropic
+// upstream. The client's body is sent byte for byte except the model (the
+// target's) and max_tokens, lowered to the admitted output cap when the
+// request has one (exchange.Request.OutputCap) and the client asked for
+// more; nothing is decoded and re-encoded, so fields the gateway does not
+// know (context_management, defer_loading, ...) reach the upstream. The
+// client's anthropic-version and anthropic-beta headers are forwarded
+// unchanged (the configured anthropic_version when the client sent none);
+// the key is the configured one, in the configured header - the client's
+// own Authorization and x-api-key never reach the upstream.
+//
+// The answer is relayed untouched. A stream becomes one Raw event per SSE
+// frame (RawAPI exchange.Messages; Raw is the whole frame: its event line,
+// its data line and the blank line), flagged:
+//
+//	content_block_delta with a non-empty delta       -> HasContent
+//	content_block_start of a block that is not an empty text or thinking
+//	  block (tool_use, redacted_thinking, server tools, ...) -> HasContent
+//	message_delta with a stop_reason                 -> HasFinish (Finish: the canonical reason)
+//	message_stop                                     -> the last event; then io.EOF
+//	error                                            -> provider.InBandError with its type
+//
+// A frame whose data is not valid JSON is skipped (never relayed) and
+// counted in the request's Trace.MalformedFrames. A stream that ends before
+// message_stop, or reaches it without a stop_reason, is
+// provider.Interrupted. Usage comes from message_start and message_delta. A
+// non-streaming answer is one Raw event with the whole body (Whole |
+// HasContent, HasFinish with its stop_reason); an empty one (no content, no
+// output tokens) is provider.EmptyResponse.
+
+// passthroughBody rewrites the client's body for model and the output cap.
+func passthroughBody(body []byte, model string, outputCap int) ([]byte, error) {
+	return openaiwire.EditMembers(make([]byte, 0, len(body)+16), body, func(key string, v []byte) ([]byte, bool) {
+		switch key {
+		case "model":
+			return openaiwire.AppendJSONString(nil, model), true
+		case "max_tokens":
+			if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); outputCap > 0 && err == nil && n > outputCap {
+				return strconv.AppendInt(nil, int64(outputCap), 10), true
+			}
+		}
+		return nil, false
+	})
+}
+
+// newRequest builds an upstream request with the passthrough headers.
+func (a *Adapter) newRequest(ctx context.Context, call *provider.Call, url string, body []byte, stream bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "llmgw")
+	h.Set("anthropic-version", a.version)
+	for _, name := range []string{"anthropic-version", "anthropic-beta"} {
+		if vs := call.Req.Header.Values(name); len(vs) > 0 {
+			h[http.CanonicalHeaderKey(name)] = vs
+		}
+	}
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		h.Set("Accept-Encoding", "identity")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	for k, v := range a.headers {
+		h.Set(k, v)
+	}
+	provider.SetKeyHeader(h, a.authHeader, call.Key)
+	return req, nil
+}
+
+// do sends an upstream request and classifies a failure.
+func (a *Adapter) do(ctx context.Context, call *provider.Call, req *http.Request) (*http.Response, error) {
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if call.OnResponse != nil {
+		call.OnResponse(resp.StatusCode, resp.Header)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, a.statusError(resp, call.Key)
+	}
+	return resp, nil
+}
+
+// passthrough serves a Messages request (see above).
+func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	rq := call.Req
+	body, err := passthroughBody(rq.Body, call.Model(), rq.OutputCap)
+	if err != nil {
+		return nil, err
+	}
+	req, err := a.newRequest(ctx, call, a.endpoint, body, rq.Stream)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.do(ctx, call, req)
+	if err != nil {
+		return nil, err
+	}
+	if rq.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return &rawStream{prov: a.id, body: resp.Body, r: newReader(resp.Body), reqBytes: len(body), trace: &rq.Trace}, nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if !gjson.ValidBytes(data) {
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
+	}
+	doc := gjson.ParseBytes(data)
+	switch {
+	case doc.Get("type").Str == "error":
+		return nil, provider.InBandError(a.id, doc.Get("error.type").Str)
+	case rq.Stream:
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
+	}
+	u := tokenUsage(usageOf(doc.Get("usage")))
+	content := false
+	doc.Get("content").ForEach(func(_, b gjson.Result) bool {
+		content = blockHasContent(b)
+		return !content
+	})
+	if !content && u.Output == 0 {
+		return nil, provider.EmptyResponse(a.id)
+	}
+	ev := exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Messages, Flags: exchange.Whole | exchange.HasContent}
+	if stop := doc.Get("stop_reason").Str; stop != "" {
+		ev.Flags |= exchange.HasFinish
+		ev.Finish, ev.Stop = finishReason(stop), stop
+	}
+	return provider.Events(u, ev), nil
+}
+
+// blockHasContent reports whether a content block (of a response, or of a
+// content_block_start) carries output: any block but an empty text or
+// thinking block.
+func blockHasContent(b gjson.Result) bool {
+	switch b.Get("type").Str {
+	case "text":
+		return b.Get("text").Str != ""
+	case "thinking":
+		return b.Get("thinking").Str != "" || b.Get("signature").Str != ""
+	}
+	return b.Exists()
+}

@@ -1,0 +1,138 @@
+package bedrock_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/server"
+)
+
+// An Anthropic Messages client (the official SDK) served by Bedrock
+// Converse through the gateway: the request is translated from the
+// canonical form, the event stream back into Anthropic events.
+
+func messagesGateway(t *testing.T, f *fakeBedrock) anthropic.Client {
+	t.Helper()
+	awsEnv(t)
+	cfg, err := config.Parse([]byte(`
+providers:
+  br: {kind: bedrock, region: us-east-1, endpoint: "` + f.srv.URL + `"}
+routes:
+  claude:
+    attempts: 1
+    targets: [{provider: br, model: "` + model + `", max_tokens: 1024}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(context.Background(), cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return anthropic.NewClient(aoption.WithBaseURL(srv.URL+"/"), aoption.WithAPIKey("client-key"), aoption.WithMaxRetries(0))
+}
+
+func readMessage(t *testing.T, s interface {
+	Next() bool
+	Current() anthropic.MessageStreamEventUnion
+	Err() error
+}) (anthropic.Message, error) {
+	t.Helper()
+	var m anthropic.Message
+	for s.Next() {
+		if err := m.Accumulate(s.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, s.Err()
+}
+
+func TestMessagesSDKOverBedrock(t *testing.T) {
+	reasoning := concat([]event{ev("messageStart", `{"role":"assistant"}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"Paris, so weather."}}}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"c2lnbmF0dXJl"}}}`),
+		ev("contentBlockStop", `{"contentBlockIndex":0}`)}, toolEvents()[1:])
+	f := newFake(t, reply{events: reasoning}, reply{events: concat(textEvents("It is ", "18C."), stopEvents("end_turn", 30, 5))},
+		reply{body: `{"output":{"message":{"role":"assistant","content":[{"text":"Hi there"}]}},"stopReason":"end_turn","usage":{"inputTokens":12,"outputTokens":3,"totalTokens":15,"cacheReadInputTokens":4}}`})
+	client := messagesGateway(t, f)
+	tools := []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{
+		Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}, {OfTool: &anthropic.ToolParam{Name: "get_time",
+		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"tz": map[string]any{"type": "string"}}}}}}
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather and time in Paris?"))}
+	params := anthropic.MessageNewParams{Model: "claude", MaxTokens: 512, System: []anthropic.TextBlockParam{{Text: "Be brief."}},
+		Messages: msgs, Tools: tools, StopSequences: []string{"END"}}
+
+	first, err := readMessage(t, client.Messages.NewStreaming(context.Background(), params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bedrock's reasoning and its signature come back as a thinking block.
+	if len(first.Content) != 4 || first.Content[0].Type != "thinking" || first.Content[0].Thinking != "Paris, so weather." ||
+		first.Content[0].Signature != "c2lnbmF0dXJl" || first.Content[1].Text != "Let me check." ||
+		first.Content[2].ID != "tooluse_A1" || string(first.Content[2].Input) != `{"city":"Paris"}` || first.Content[3].Name != "get_time" ||
+		first.StopReason != "tool_use" || first.Usage.InputTokens != 20 || first.Usage.OutputTokens != 30 {
+		t.Fatalf("first turn = %s", first.RawJSON())
+	}
+	req := f.requests()[0]
+	if !strings.Contains(string(req.raw), `"system":[{"text":"Be brief."}]`) || !strings.Contains(string(req.raw), `"stopSequences":["END"]`) ||
+		!strings.Contains(string(req.raw), `"maxTokens":512`) || !strings.Contains(string(req.raw), `"name":"get_weather"`) {
+		t.Errorf("converse request = %s", req.raw)
+	}
+
+	// The tool results go back; the thinking block cannot (Converse is
+	// reached through the canonical form, which has no place for it), so
+	// the client sends the turn without it, as it would to a non-thinking model.
+	assistant := anthropic.NewAssistantMessage(anthropic.NewTextBlock("Let me check."),
+		anthropic.NewToolUseBlock("tooluse_A1", map[string]any{"city": "Paris"}, "get_weather"),
+		anthropic.NewToolUseBlock("tooluse_B2", map[string]any{"tz": "CET"}, "get_time"))
+	params.Messages = append(msgs, assistant, anthropic.NewUserMessage(anthropic.NewToolResultBlock("tooluse_A1", "18C", false),
+		anthropic.NewToolResultBlock("tooluse_B2", "14:00", false)))
+	second, err := readMessage(t, client.Messages.NewStreaming(context.Background(), params))
+	if err != nil || second.Content[0].Text != "It is 18C." || second.StopReason != "end_turn" {
+		t.Fatalf("second turn = %s, %v", second.RawJSON(), err)
+	}
+	if raw := string(f.requests()[1].raw); !strings.Contains(raw, `"toolResult":{"content":[{"text":"18C"}],"toolUseId":"tooluse_A1"}`) {
+		t.Errorf("tool results = %s", raw)
+	}
+
+	whole, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude", MaxTokens: 64, Messages: msgs})
+	if err != nil || whole.Content[0].Text != "Hi there" || whole.Usage.InputTokens != 12 || whole.Usage.CacheReadInputTokens != 4 || whole.StopReason != "end_turn" {
+		t.Errorf("non-streaming = %v, %v", whole, err)
+	}
+}
+
+func TestMessagesOverBedrockMidStreamException(t *testing.T) {
+	f := newFake(t, reply{events: concat(textEvents("Half an ans"), []event{exc("modelStreamErrorException", "model failed")})})
+	client := messagesGateway(t, f)
+	_, err := readMessage(t, client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "claude", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.Type() != "api_error" || !strings.Contains(ae.RawJSON(), `"category":"interrupted"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestMessagesOverBedrockRefusesWhatConverseCannotGet(t *testing.T) {
+	f := newFake(t, reply{events: concat(textEvents("x"), stopEvents("end_turn", 1, 1))})
+	client := messagesGateway(t, f)
+	_, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude", MaxTokens: 4096,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest || !strings.Contains(ae.RawJSON(), `"code":"unsupported_feature"`) ||
+		!strings.Contains(ae.RawJSON(), "extended thinking") || len(f.requests()) != 0 {
+		t.Errorf("err = %v, %d bedrock calls", err, len(f.requests()))
+	}
+}

@@ -1,0 +1,33 @@
+package registry
+
+import (
+	"context"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// nativeGuard wraps every adapter Build makes: an attempt whose request
+// needs an upstream that speaks the client's API natively
+// (exchange.Request.Untranslated: Anthropic extended thinking, a Responses
+// request with built-in tools or a stored conversation, ...) is refused as unsupported, before any network
+// call, when the provider does not speak that API (config Provider.Speaks)
+// and would have to translate it. The failover engine then tries the next
+// target, and the client gets the 400 naming the feature and the target
+// only when none can serve it.
+type nativeGuard struct {
+	p    *config.Provider
+	next provider.Provider
+}
+
+// Unwrap returns the adapter the guard wraps, so optional interfaces
+// (provider.TokenCounter) stay reachable (provider.Underlying).
+func (g nativeGuard) Unwrap() provider.Provider { return g.next }
+
+// Send implements provider.Provider.
+func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, g.p.Speaks(string(call.Req.API))); e != nil {
+		return nil, e
+	}
+	return g.next.Send(ctx, call)
+}

@@ -1,0 +1,233 @@
+package retry
+
+// shared.go holds the shared budget's store traffic: batched flushes of
+// this instance's counts (one Add per provider and slot, whose answer is
+// every instance's total) and a periodic read of the rolling minute (one
+// Query per provider), all in the background.
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/store"
+)
+
+// Store is what a shared budget needs from the store: atomic adds for the
+// slot counters, reads of one slot and range reads of a provider's minute.
+type Store interface {
+	store.Getter
+	store.Adder
+	store.Querier
+}
+
+// Shared budget defaults.
+const (
+	// DefaultFlushInterval is the shortest gap between two flushes of a
+	// provider's counts.
+	DefaultFlushInterval = time.Second
+	// DefaultReadInterval is how often a provider's whole minute is re-read
+	// (the current slot is learned from every flush's answer).
+	DefaultReadInterval = slotLen * time.Second
+)
+
+// SharedOptions tune a shared [Budget]. Zero fields take defaults.
+type SharedOptions struct {
+	// FlushInterval is the shortest gap between two flushes of one
+	// provider's counts (default 1s). Between flushes an instance decides
+	// on what it knows: other instances' retries of the last interval may
+	// be missing, so the fleet can overshoot by what it retries in one
+	// interval.
+	FlushInterval time.Duration
+	// ReadInterval is how often the provider's minute is re-read from the
+	// store (default 10s, one slot).
+	ReadInterval time.Duration
+	// StoreTimeout bounds every store call (default 250ms).
+	StoreTimeout time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Logger receives rate-limited store errors (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Attributes of a slot item.
+const (
+	attrRequests = "requests"
+	attrRetries  = "retries"
+)
+
+// NewSharedBudget returns a Budget shared by every instance that uses st.
+func NewSharedBudget(st Store, opt SharedOptions) *Budget {
+	if opt.FlushInterval <= 0 {
+		opt.FlushInterval = DefaultFlushInterval
+	}
+	if opt.ReadInterval <= 0 {
+		opt.ReadInterval = DefaultReadInterval
+	}
+	b := &Budget{Now: opt.Now, m: map[string]*window{}, st: st, opt: opt}
+	b.call = store.NewCaller(store.CallerOptions{Component: "retry budget", Timeout: opt.StoreTimeout,
+		Now: b.now, Logger: opt.Logger})
+	return b
+}
+
+// maybeSyncLocked starts a background sync of the provider when one is due.
+func (b *Budget) maybeSyncLocked(provider string, w *window, now time.Time) {
+	if b.st == nil || w.busy || now.Sub(w.lastSync) < b.opt.FlushInterval {
+		return
+	}
+	w.busy, w.synced = true, make(chan struct{})
+	b.call.Go(func() { b.sync(provider, w, false) })
+}
+
+// pendingSlot is a slot's unflushed counts.
+type pendingSlot struct {
+	i        int
+	start    int64
+	req, ret int
+}
+
+// sync flushes the provider's unflushed counts and, when due, re-reads its
+// minute; blocking marks a sync on a request's path. w.busy and w.synced
+// are set by the caller; sync clears busy and closes synced.
+func (b *Budget) sync(provider string, w *window, blocking bool) {
+	now := b.now()
+	b.mu.Lock()
+	w.lastSync = now
+	var flush []pendingSlot
+	for i := range slots {
+		if w.requests[i] > 0 || w.retries[i] > 0 {
+			flush = append(flush, pendingSlot{i, w.start[i], w.requests[i], w.retries[i]})
+		}
+	}
+	sec := now.Unix()
+	cur := sec - sec%slotLen
+	read := !w.read || w.readStart != cur || now.Sub(w.lastRead) >= b.opt.ReadInterval
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		w.busy = false
+		close(w.synced)
+		b.mu.Unlock()
+	}()
+
+	flushedCur := false
+	for _, p := range flush {
+		flushedCur = flushedCur || p.start == cur
+		var it store.Item
+		err := b.call.Do(blocking, "flush retry budget", func(ctx context.Context) error {
+			var err error
+			it, err = b.st.Add(ctx, store.RetryBudgetKey(provider, time.Unix(p.start, 0)),
+				map[string]float64{attrRequests: float64(p.req), attrRetries: float64(p.ret)},
+				store.AddOptions{Expires: time.Unix(p.start+2*slots*slotLen, 0)})
+			return err
+		})
+		if err != nil {
+			return // the counts stay pending; the next sync retries
+		}
+		b.mu.Lock()
+		if w.start[p.i] == p.start {
+			w.requests[p.i] -= p.req
+			w.retries[p.i] -= p.ret
+			w.shReq[p.i] = max(w.shReq[p.i], it.Nums[attrRequests])
+			w.shRet[p.i] = max(w.shRet[p.i], it.Nums[attrRetries])
+		}
+		b.mu.Unlock()
+	}
+	if blocking && !flushedCur && !read {
+		// A decision is waiting: learn the current slot's totals.
+		var it store.Item
+		var found bool
+		err := b.call.Do(true, "get retry budget", func(ctx context.Context) error {
+			var err error
+			it, found, err = b.st.Get(ctx, store.RetryBudgetKey(provider, time.Unix(cur, 0)))
+			return err
+		})
+		if err == nil && found {
+			b.mu.Lock()
+			i := w.use(cur)
+			w.shReq[i] = max(w.shReq[i], it.Nums[attrRequests])
+			w.shRet[i] = max(w.shRet[i], it.Nums[attrRetries])
+			b.mu.Unlock()
+		}
+	}
+	if !read {
+		return
+	}
+	from := time.Unix(cur-(slots-1)*slotLen, 0)
+	var items []store.Item
+	err := b.call.Do(blocking, "read retry budget", func(ctx context.Context) error {
+		items = items[:0]
+		return b.st.Query(ctx, store.RetryBudgetPK(provider), store.RetryBudgetSK(from),
+			store.RetryBudgetSK(time.Unix(cur+slotLen, 0)), func(it store.Item) bool {
+				items = append(items, it)
+				return true
+			})
+	})
+	if err != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range items {
+		start, ok := slotStart(it.Key.SK)
+		if !ok || start > cur || cur-start >= slots*slotLen {
+			continue
+		}
+		i := w.use(start)
+		w.shReq[i] = max(w.shReq[i], it.Nums[attrRequests])
+		w.shRet[i] = max(w.shRet[i], it.Nums[attrRetries])
+	}
+	w.read, w.readStart, w.lastRead = true, cur, now
+}
+
+// slotStart parses the slot start (unix seconds) of a slot item's SK.
+func slotStart(sk string) (int64, bool) {
+	const prefix = len("win#")
+	if len(sk) <= prefix {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, sk[prefix:])
+	if err != nil {
+		return 0, false
+	}
+	return t.Unix(), true
+}
+
+// Flush waits for background syncs, then flushes every provider's
+// unflushed counts now. Call it before a process exits or freezes.
+func (b *Budget) Flush() {
+	if b.st == nil {
+		return
+	}
+	b.call.Wait()
+	b.mu.Lock()
+	var provs []string
+	for p, w := range b.m {
+		if !w.busy {
+			w.busy, w.synced = true, make(chan struct{})
+			provs = append(provs, p)
+		}
+	}
+	b.mu.Unlock()
+	for _, p := range provs {
+		b.mu.Lock()
+		w := b.m[p]
+		b.mu.Unlock()
+		b.sync(p, w, false)
+	}
+}
+
+// Wait waits for the background syncs started so far (for tests).
+func (b *Budget) Wait() {
+	if b.call != nil {
+		b.call.Wait()
+	}
+}
+
+// StoreCalls reports how many store calls the budget has issued.
+func (b *Budget) StoreCalls() int64 {
+	if b.call == nil {
+		return 0
+	}
+	return b.call.Calls()
+}
