@@ -64,6 +64,25 @@ type Guard interface {
 	Allow(target string, force Force) (done func(Outcome), err error)
 }
 
+// ContextGuard is a Guard that also takes the request's context (the log
+// lines of transitions the request causes carry its trace id,
+// traceid.From) and learns each attempt's time to first token with its
+// outcome (latency-aware health; 0 when the attempt committed no content
+// or the time is not a time to first token). The failover engine uses it
+// when the Guard has it.
+type ContextGuard interface {
+	AllowContext(ctx context.Context, target string, force Force) (done func(o Outcome, ttft time.Duration), err error)
+}
+
+// Why a breaker opened (Snapshot.Reason, the transition log line).
+const (
+	ReasonConsecutive = "consecutive_failures"
+	ReasonErrorRate   = "error_rate"
+	// ReasonLatency: the time-to-first-token percentile breached the
+	// latency threshold, or a probe was slower than it.
+	ReasonLatency = "latency"
+)
+
 // Reporter describes breakers for health reports.
 type Reporter interface {
 	// Snapshot reports a target's state (never blocking on the store).
@@ -78,7 +97,11 @@ type Snapshot struct {
 	Failures    int       `json:"window_failures"`      // failures among them
 	Consecutive int       `json:"consecutive_failures"` // this instance's current failure run
 	OpenUntil   time.Time `json:"open_until,omitzero"`  // end of the cooldown, while open
+	Reason      string    `json:"reason,omitempty"`     // why it is open or half-open (Reason*)
 	Forced      Force     `json:"forced,omitempty"`     // the operator's override, if any (set by the caller)
+	// Latency is the target's time-to-first-token health, when the
+	// breaker is latency-aware.
+	Latency *LatencySnapshot `json:"latency,omitempty"`
 }
 
 // Store is what the breaker needs from the store: single-item
@@ -156,6 +179,7 @@ type Options struct {
 type Breaker struct {
 	st   Store
 	set  config.BreakerSettings
+	lat  *config.LatencySettings // nil: latency-aware health is off
 	opt  Options
 	call *store.Caller
 	log  *slog.Logger
@@ -165,9 +189,10 @@ type Breaker struct {
 }
 
 var (
-	_ Guard    = (*Breaker)(nil)
-	_ Reporter = (*Breaker)(nil)
-	_ Store    = store.Store(nil) // every backend will do
+	_ Guard        = (*Breaker)(nil)
+	_ ContextGuard = (*Breaker)(nil)
+	_ Reporter     = (*Breaker)(nil)
+	_ Store        = store.Store(nil) // every backend will do
 )
 
 // New returns the breaker of every target over st, with the given settings
@@ -198,22 +223,34 @@ func New(st Store, settings config.BreakerSettings, opt Options) *Breaker {
 		settings.HalfOpenProbes = 1
 	}
 	return &Breaker{
-		st: st, set: settings, opt: opt, log: opt.Logger, targets: map[string]*target{},
+		st: st, set: settings, lat: settings.Latency, opt: opt, log: opt.Logger, targets: map[string]*target{},
 		call: store.NewCaller(store.CallerOptions{Component: "breaker", Timeout: opt.StoreTimeout, Retry: opt.StoreRetry,
 			LogEvery: opt.LogEvery, Now: opt.Now, Logger: opt.Logger, NewContext: opt.StoreContext}),
 	}
 }
 
-// Allow implements Guard. It makes no store call unless the cached
-// state is older than CacheTTL (one caller per target reads it, bounded by
-// StoreTimeout, while concurrent callers use the cache) or the target is
-// half-open (probe grants are coordinated through the store).
+// Allow implements Guard: AllowContext without a request context or a
+// time to first token.
 func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
+	done, err := b.AllowContext(context.Background(), id, force)
+	if err != nil {
+		return nil, err
+	}
+	return func(o Outcome) { done(o, 0) }, nil
+}
+
+// AllowContext implements ContextGuard. It makes no store call unless the
+// cached state is older than CacheTTL (one caller per target reads it,
+// bounded by StoreTimeout, while concurrent callers use the cache) or the
+// target is half-open (probe grants are coordinated through the store).
+// Transitions this call or its done func cause are logged with ctx's
+// trace id.
+func (b *Breaker) AllowContext(ctx context.Context, id string, force Force) (func(Outcome, time.Duration), error) {
 	switch force {
 	case "open":
 		return nil, ErrOpen
 	case "closed":
-		return func(Outcome) {}, nil
+		return func(Outcome, time.Duration) {}, nil
 	}
 	t := b.target(id)
 	now := b.now()
@@ -252,17 +289,17 @@ func (b *Breaker) Allow(id string, force Force) (func(Outcome), error) {
 		t.mu.Unlock()
 		p, err = b.grantProbe(t, now)
 	}
-	b.report(t, "store")
+	b.report(ctx, t, "store")
 	if err != nil {
 		return nil, err
 	}
 	var once sync.Once
-	return func(o Outcome) {
+	return func(o Outcome, ttft time.Duration) {
 		once.Do(func() {
 			if p.active {
-				b.probeDone(t, p, o)
+				b.probeDone(ctx, t, p, o, ttft)
 			} else {
-				b.done(t, o)
+				b.done(ctx, t, o, ttft)
 			}
 		})
 	}, nil

@@ -89,7 +89,13 @@ func (b *Breaker) grantLocalProbe(t *target) (probe, error) {
 // touches local counters, and starts a background sync when one is due or
 // the failures would trip.
 
-func (b *Breaker) probeDone(t *target, p probe, o Outcome) {
+// probeDone settles a half-open probe. On a latency-aware breaker a probe
+// slower than the threshold is a failure: the target is still slow.
+func (b *Breaker) probeDone(rctx context.Context, t *target, p probe, o Outcome, ttft time.Duration) {
+	reason := ""
+	if o == Success && b.lat != nil && ttft > b.lat.Threshold.D() {
+		o, reason = Failure, ReasonLatency
+	}
 	if !p.stored {
 		t.mu.Lock()
 		t.localProbes = max(t.localProbes-1, 0)
@@ -110,26 +116,27 @@ func (b *Breaker) probeDone(t *target, p probe, o Outcome) {
 			t.mu.Unlock()
 		}
 	case Success:
-		b.settle(t, p, true)
+		b.settle(rctx, t, p, true, "")
 	case Failure:
-		b.settle(t, p, false)
+		b.settle(rctx, t, p, false, reason)
 	}
 }
 
 // settle writes a probe's verdict on its episode: closed on success,
-// reopened with a doubled cooldown on failure. A conflict means another
-// instance moved the state first: it is re-read, and the write retried only
-// while the episode is still the one probed.
-func (b *Breaker) settle(t *target, p probe, success bool) {
+// reopened with a doubled cooldown on failure (for reason, or the
+// episode's own reason when empty). A conflict means another instance
+// moved the state first: it is re-read, and the write retried only while
+// the episode is still the one probed.
+func (b *Breaker) settle(ctx context.Context, t *target, p probe, success bool, reason string) {
 	now := b.now()
 	t.mu.Lock()
 	if t.loc.pending {
 		// The episode probed is this instance's own, not in the store.
 		if !success {
-			b.tripLocallyLocked(t, now, t.loc.trips)
+			b.tripLocallyLocked(t, now, t.loc.trips, or(reason, t.loc.reason))
 			b.maybeSyncLocked(t, now, true)
 			t.mu.Unlock()
-			b.report(t, "local")
+			b.report(ctx, t, "local")
 			return
 		}
 		t.loc = localTrip{}
@@ -147,7 +154,8 @@ func (b *Breaker) settle(t *target, p probe, success bool) {
 			next = shared{epoch: store.FromMillis(store.Millis(now))}
 			expires = now.Add(3 * b.set.Window.D())
 		} else {
-			next = shared{open: true, openUntil: store.FromMillis(store.Millis(now.Add(b.cooldown(base.trips)))), trips: base.trips + 1, epoch: base.epoch}
+			next = shared{open: true, openUntil: store.FromMillis(store.Millis(now.Add(b.cooldown(base.trips)))), trips: base.trips + 1, epoch: base.epoch,
+				reason: or(reason, base.reason)}
 			expires = next.openUntil.Add(b.set.MaxCooldown.D())
 		}
 		written, err := b.putState(true, t.id, next, expires, base)
@@ -165,7 +173,7 @@ func (b *Breaker) settle(t *target, p probe, success bool) {
 				t.sh.open = false
 				t.confirmedAt = time.Time{} // re-read once the store answers
 			} else {
-				b.tripLocallyLocked(t, now, base.trips)
+				b.tripLocallyLocked(t, now, base.trips, or(reason, base.reason))
 			}
 			t.mu.Unlock()
 			break
@@ -180,5 +188,13 @@ func (b *Breaker) settle(t *target, p probe, success bool) {
 		base, seq = t.sh, t.seq
 		t.mu.Unlock()
 	}
-	b.report(t, "local")
+	b.report(ctx, t, "local")
+}
+
+// or returns a, or b when a is empty.
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // ---- transitions: logging ----
@@ -30,8 +32,9 @@ func (b *Breaker) noteLocked(t *target, now time.Time, source string) *transitio
 	return tr
 }
 
-// emit logs a transition (one structured line) and calls OnTransition.
-func (b *Breaker) emit(id string, tr *transition) {
+// emit logs a transition (one structured line; with the trace id of the
+// request that caused it, when ctx carries one) and calls OnTransition.
+func (b *Breaker) emit(ctx context.Context, id string, tr *transition) {
 	if tr == nil {
 		return
 	}
@@ -39,21 +42,33 @@ func (b *Breaker) emit(id string, tr *transition) {
 	if tr.to == Closed {
 		lvl = slog.LevelInfo
 	}
-	b.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("target", id),
+	attrs := []slog.Attr{slog.String("target", id),
 		slog.String("from", string(tr.from)), slog.String("to", string(tr.to)), slog.String("source", tr.source),
 		slog.Float64("error_rate", tr.snap.ErrorRate), slog.Int("window_requests", tr.snap.Requests),
-		slog.Int("window_failures", tr.snap.Failures), slog.Time("open_until", tr.snap.OpenUntil))
+		slog.Int("window_failures", tr.snap.Failures), slog.Time("open_until", tr.snap.OpenUntil)}
+	if tr.snap.Reason != "" {
+		attrs = append(attrs, slog.String("reason", tr.snap.Reason))
+	}
+	if l := tr.snap.Latency; l != nil {
+		attrs = append(attrs, slog.Float64("ttft_percentile", l.Percentile), slog.Float64("ttft_ms", l.TTFTMillis),
+			slog.Float64("ttft_threshold_ms", l.ThresholdMillis), slog.Int("ttft_samples", l.Samples))
+	}
+	if id := traceid.From(ctx); id != "" {
+		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	b.log.LogAttrs(ctx, lvl, "breaker", attrs...)
 	if b.opt.OnTransition != nil {
 		b.opt.OnTransition(id, tr.from, tr.to, tr.snap)
 	}
 }
 
-// report notes and emits a change of state.
-func (b *Breaker) report(t *target, source string) {
+// report notes and emits a change of state; ctx is the request's, or
+// context.Background() for background work.
+func (b *Breaker) report(ctx context.Context, t *target, source string) {
 	t.mu.Lock()
 	tr := b.noteLocked(t, b.now(), source)
 	t.mu.Unlock()
-	b.emit(t.id, tr)
+	b.emit(ctx, t.id, tr)
 }
 
 // ---- reports ----
@@ -62,9 +77,15 @@ func (b *Breaker) snapshotLocked(t *target, now time.Time) Snapshot {
 	st, until := b.stateLocked(t, now)
 	c := b.estimateLocked(t, now)
 	snap := Snapshot{State: st, Requests: int(math.Round(c.total)), Failures: int(math.Round(c.failures)),
-		Consecutive: t.consecutive}
+		Consecutive: t.consecutive, Latency: b.latencySnapshotLocked(t, now)}
 	if st == Open {
 		snap.OpenUntil = until
+	}
+	if st != Closed {
+		snap.Reason = t.sh.reason
+		if t.loc.pending && (t.loc.openUntil.After(t.sh.openUntil) || !t.sh.open) {
+			snap.Reason = t.loc.reason
+		}
 	}
 	if c.total > 0 {
 		snap.ErrorRate = c.failures / c.total

@@ -5,6 +5,7 @@ package breaker
 // its window counts are.
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ const (
 	attrTotal     = "n"          // window item: outcomes; probe item: probes granted
 	attrFailures  = "f"          // window item: failures
 	attrGen       = "gen"        // window item: transitions to open marked in it
+	attrReason    = "reason"     // state item: why it opened (Reason*)
 )
 
 // shared is the decoded state item: the breaker as every instance sees it.
@@ -31,6 +33,7 @@ type shared struct {
 	openUntil time.Time // ms precision
 	trips     int       // opens since the last close, for the doubling cooldown
 	epoch     time.Time // last close: anchors the window grid (zero: unix epoch)
+	reason    string    // why it opened (Reason*), while open
 }
 
 func decodeShared(it store.Item, found bool) shared {
@@ -40,6 +43,7 @@ func decodeShared(it store.Item, found bool) shared {
 	return shared{
 		found: true, ver: it.Version, open: it.Strs[attrState] == "open",
 		openUntil: store.FromMillis(it.Nums[attrOpenUntil]), trips: int(it.Nums[attrTrips]), epoch: store.FromMillis(it.Nums[attrEpoch]),
+		reason: it.Strs[attrReason],
 	}
 }
 
@@ -48,9 +52,13 @@ func (s shared) item(id string, expires time.Time) store.Item {
 	if s.open {
 		st = "open"
 	}
+	strs := map[string]string{attrState: st}
+	if s.open && s.reason != "" {
+		strs[attrReason] = s.reason
+	}
 	return store.Item{
 		Key: store.BreakerKey(id), Expires: expires,
-		Strs: map[string]string{attrState: st},
+		Strs: strs,
 		Nums: map[string]float64{attrOpenUntil: store.Millis(s.openUntil), attrTrips: float64(s.trips), attrEpoch: store.Millis(s.epoch)},
 	}
 }
@@ -71,6 +79,7 @@ type localTrip struct {
 	pending   bool
 	openUntil time.Time
 	trips     int
+	reason    string
 }
 
 // target is one target's cache, local counts and bookkeeping.
@@ -110,6 +119,8 @@ type target struct {
 	fullRound   time.Time   // probe round known to be full
 	localProbes int         // probes in flight granted without the store
 	lastState   State
+
+	lat latWindow // time-to-first-token windows (latency-aware breakers)
 }
 
 func (b *Breaker) now() time.Time { return b.opt.Now() }
@@ -224,7 +235,7 @@ func (b *Breaker) tripsByRate(c counts) bool {
 	return c.total > 0 && c.total >= float64(b.set.MinRequests) && c.failures/c.total >= b.set.FailureRate
 }
 
-func (b *Breaker) done(t *target, o Outcome) {
+func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Duration) {
 	if o == Ignored {
 		return
 	}
@@ -235,39 +246,52 @@ func (b *Breaker) done(t *target, o Outcome) {
 		t.pendingAt = now
 	}
 	t.pending.total++
+	slowTrip := false
+	if b.lat != nil && ttft > 0 {
+		b.recordLatencyLocked(t, now, ttft)
+		if st, _ := b.stateLocked(t, now); st == Closed && b.slow(b.latEstimateLocked(t, now)) {
+			if b.call.Healthy() {
+				slowTrip = true // the flush decides on fresh global samples
+			} else {
+				b.tripSlowLocked(t, now)
+			}
+		}
+	}
 	if o == Success {
 		t.consecutive = 0
-		b.maybeSyncLocked(t, now, false)
+		b.maybeSyncLocked(t, now, slowTrip)
+		tr := b.noteLocked(t, now, "local")
 		t.mu.Unlock()
+		b.emit(ctx, t.id, tr)
 		return
 	}
 	t.pending.failures++
 	t.consecutive++
-	urgent := false
+	urgent := slowTrip
 	if st, _ := b.stateLocked(t, now); st == Closed {
 		switch {
 		case b.set.ConsecutiveFailures > 0 && t.consecutive >= b.set.ConsecutiveFailures:
-			b.tripLocallyLocked(t, now, t.sh.trips)
+			b.tripLocallyLocked(t, now, t.sh.trips, ReasonConsecutive)
 			urgent = true
 		case b.tripsByRate(b.estimateLocked(t, now)):
 			if b.call.Healthy() {
 				urgent = true // the flush decides on fresh global counts
 			} else {
-				b.tripLocallyLocked(t, now, t.sh.trips)
+				b.tripLocallyLocked(t, now, t.sh.trips, ReasonErrorRate)
 			}
 		}
 	}
 	b.maybeSyncLocked(t, now, urgent)
 	tr := b.noteLocked(t, now, "local")
 	t.mu.Unlock()
-	b.emit(t.id, tr)
+	b.emit(ctx, t.id, tr)
 }
 
 // tripLocallyLocked opens the breaker on this instance at once, after
 // trips earlier opens; the background sync writes it to the store.
-func (b *Breaker) tripLocallyLocked(t *target, now time.Time, trips int) {
+func (b *Breaker) tripLocallyLocked(t *target, now time.Time, trips int, reason string) {
 	until := store.FromMillis(store.Millis(now.Add(b.cooldown(trips))))
-	t.loc = localTrip{pending: true, openUntil: later(until, t.loc.openUntil), trips: trips + 1}
+	t.loc = localTrip{pending: true, openUntil: later(until, t.loc.openUntil), trips: trips + 1, reason: reason}
 	t.consecutive, t.fullRound = 0, time.Time{}
 }
 

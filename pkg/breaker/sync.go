@@ -59,9 +59,11 @@ func (b *Breaker) installLocked(t *target, sh shared, now time.Time, seq uint64)
 		}
 	}
 	if !sh.epoch.Equal(t.sh.epoch) {
-		// A close started a new window grid: old counts are history.
+		// A close started a new window grid: old counts are history, and
+		// so are the samples of a slow episode.
 		t.cur, t.prev, t.curStart, t.prevStart, t.prevFetched = counts{}, counts{}, time.Time{}, time.Time{}, false
 		t.genOK = false
+		t.lat = latWindow{}
 	}
 	if t.loc.pending && sh.open && !sh.openUntil.Before(t.loc.openUntil) {
 		t.loc = localTrip{} // a trip in the store covers ours
@@ -162,10 +164,12 @@ func (b *Breaker) syncOnce(t *target) {
 			now := b.now()
 			t.mu.Lock()
 			if st, _ := b.stateLocked(t, now); st == Closed && b.tripsByRate(b.estimateLocked(t, now)) {
-				b.tripLocallyLocked(t, now, t.sh.trips)
+				b.tripLocallyLocked(t, now, t.sh.trips, ReasonErrorRate)
+			} else if st == Closed && b.slow(b.latEstimateLocked(t, now)) {
+				b.tripSlowLocked(t, now)
 			}
 			t.mu.Unlock()
-			b.report(t, "local")
+			b.report(context.Background(), t, "local")
 			return
 		}
 		flushed, gen = true, it.Nums[attrGen]
@@ -208,6 +212,7 @@ func (b *Breaker) syncOnce(t *target) {
 	} else if !confirmed || age >= b.opt.FlushInterval {
 		needGet = true // nothing to flush: refresh ahead of expiry
 	}
+	latFlushed := flushed && b.flushLatency(t, start)
 
 	if needGet {
 		t.mu.Lock()
@@ -226,11 +231,13 @@ func (b *Breaker) syncOnce(t *target) {
 	now := b.now()
 	t.mu.Lock()
 	if st, _ := b.stateLocked(t, now); st == Closed && flushed && b.tripsByRate(b.estimateLocked(t, now)) {
-		b.tripLocallyLocked(t, now, t.sh.trips)
+		b.tripLocallyLocked(t, now, t.sh.trips, ReasonErrorRate)
+	} else if st == Closed && latFlushed && b.slow(b.latEstimateLocked(t, now)) {
+		b.tripSlowLocked(t, now)
 	}
 	loc := t.loc
 	t.mu.Unlock()
-	b.report(t, "local")
+	b.report(context.Background(), t, "local")
 	if loc.pending {
 		b.writeTrip(t, loc, now)
 	}
@@ -254,7 +261,7 @@ func (b *Breaker) writeTrip(t *target, loc localTrip, now time.Time) {
 			t.mu.Unlock()
 			return
 		}
-		next := shared{open: true, openUntil: loc.openUntil, trips: loc.trips, epoch: base.epoch}
+		next := shared{open: true, openUntil: loc.openUntil, trips: loc.trips, epoch: base.epoch, reason: loc.reason}
 		if base.open { // reopening an expired episode: keep doubling from it
 			next.trips = max(next.trips, base.trips+1)
 			next.openUntil = later(next.openUntil, store.FromMillis(store.Millis(now.Add(b.cooldown(next.trips-1)))))

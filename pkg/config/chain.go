@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/modelid"
+)
 
 // Step is one resolved target of a route's chain, with its policy applied.
 type Step struct {
@@ -16,6 +20,10 @@ type Step struct {
 	Breaker string
 	// Prefill: the target can continue a final assistant message.
 	Prefill bool
+	// Variant is the target's prompt variant, nil if none.
+	Variant *Variant
+	// Options are the target's kind-specific options (Target.Options).
+	Options map[string]string
 }
 
 // Chain returns a route's resolved chain: route references spliced in, the
@@ -69,7 +77,8 @@ func (c *Config) resolveChains() {
 				continue
 			}
 			s := Step{ID: t.Provider + "/" + t.Model, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
-				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker, Prefill: t.Prefill}
+				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker, Prefill: t.Prefill,
+				Variant: t.Variant, Options: t.Options}
 			if s.Attempts == 0 {
 				s.Attempts = pol.Attempts
 			}
@@ -84,9 +93,33 @@ func (c *Config) resolveChains() {
 		memo[key] = out
 		return out
 	}
+	c.bases = map[string]string{}
+	for _, r := range c.Routes {
+		for _, t := range r.Targets {
+			if b := t.Options["base_model"]; b != "" {
+				c.bases[t.Provider+"/"+t.Model] = b
+			}
+		}
+	}
 	chains := make(map[string][]Step, len(c.Routes))
 	for name := range c.Routes {
 		chains[name] = expand(name, name)
 	}
 	c.chains = chains
+}
+
+// BaseModel is the model a target's prices are looked up under when none
+// is configured for its own model id: the target's base_model option, else,
+// for a bedrock provider, the base model behind a cross-region inference
+// profile id or an ARN (pkg/modelid), else model itself.
+func (c *Config) BaseModel(provider, model string) string {
+	if b := c.bases[provider+"/"+model]; b != "" {
+		return b
+	}
+	if p := c.Providers[provider]; p != nil && p.Kind == "bedrock" {
+		if b := modelid.Base(model); b != "" {
+			return b
+		}
+	}
+	return model
 }

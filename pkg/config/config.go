@@ -34,6 +34,7 @@ type Config struct {
 	Moderation ModerationSettings `json:"moderation,omitempty"`
 
 	chains map[string][]Step // resolved at load, see Chain
+	bases  map[string]string // "provider/model" -> a target's base_model option
 }
 
 // Server holds listener-level settings.
@@ -57,17 +58,20 @@ type Server struct {
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
 type Provider struct {
-	// Kind is openai, anthropic, bedrock or fake.
+	// Kind is openai, anthropic, bedrock, gemini or fake.
 	Kind string `json:"kind"`
-	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai) or
-	// https://api.anthropic.com (anthropic). A query string (Azure's
-	// api-version) is kept on every call.
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai),
+	// https://api.anthropic.com (anthropic) or
+	// https://generativelanguage.googleapis.com/v1beta (gemini, the
+	// default). A query string (Azure's api-version) is kept on every call.
 	BaseURL string `json:"base_url,omitempty"`
 	// Keys are references to secrets, tried in priority order. Keys are never
 	// written inline: a reference whose variable is unset is skipped.
 	Keys []KeyRef `json:"keys,omitempty"`
 	// AuthHeader names the header that carries the key: "authorization"
-	// (Bearer, the default for openai), "api-key" (Azure) or "x-api-key".
+	// (Bearer, the default for openai), "api-key" (Azure), "x-api-key"
+	// (the default for anthropic) or "x-goog-api-key" (the default for
+	// gemini).
 	AuthHeader string `json:"auth_header,omitempty"`
 	// Headers are extra, non-secret headers sent on every call.
 	Headers map[string]string `json:"headers,omitempty"`
@@ -172,6 +176,38 @@ type Target struct {
 	// Claude on Bedrock do): only such targets are asked to continue a cut
 	// stream (routes with continuation on).
 	Prefill bool `json:"prefill,omitempty"`
+	// Variant adapts the prompt and parameters to this target's model,
+	// applied only when this target serves.
+	Variant *Variant `json:"variant,omitempty"`
+	// Options holds kind-specific settings of this target. Bedrock:
+	// prompt_caching ("on" or "off": overrides the adapter's table of
+	// models that support cache points) and base_model (the model an
+	// application inference profile or provisioned-model ARN runs, for
+	// prices and that table).
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// Variant is a per-target prompt variant: a system prompt override, prefix
+// or suffix, and parameter overrides, applied to the request only when
+// that target serves it (on every client API; passthrough bodies are
+// edited byte by byte). Its name is recorded on the usage record.
+type Variant struct {
+	// Name identifies the variant in usage records and logs. Required.
+	Name string `json:"name"`
+	// System replaces the system prompt: every system and developer
+	// message gives way to one system message with this text.
+	System string `json:"system,omitempty"`
+	// SystemPrefix is put before the first system message's text, and
+	// SystemSuffix after the last one's (as they are: include any
+	// separator). Without a system message, they become one.
+	SystemPrefix string `json:"system_prefix,omitempty"`
+	SystemSuffix string `json:"system_suffix,omitempty"`
+	// Temperature and TopP replace the client's values.
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	// MaxTokensCap caps the output tokens: a larger client limit is
+	// lowered to it, and a request without one gets it.
+	MaxTokensCap int `json:"max_tokens_cap,omitempty"`
 }
 
 // Policy governs retries, fallbacks, timeouts and breakers. Zero fields take
@@ -234,6 +270,28 @@ type BreakerSettings struct {
 	Cooldown            Duration `json:"cooldown,omitempty"`             // first open period (default 30s)
 	MaxCooldown         Duration `json:"max_cooldown,omitempty"`         // cap for doubling cooldowns (default 5m)
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty"`     // probes admitted while half-open (default 1)
+	// Latency makes the breaker latency-aware: a target whose time to
+	// first token is too often too slow is skipped too. Off when nil.
+	Latency *LatencySettings `json:"latency,omitempty"`
+}
+
+// LatencySettings make a breaker skip a slow but healthy target: when, over
+// the rolling window and across instances, the Percentile of time to first
+// token exceeds Threshold (with at least MinRequests samples), the target
+// is opened for Cooldown and then probed like any open breaker (a probe
+// slower than Threshold reopens it).
+type LatencySettings struct {
+	// Percentile of time to first token that is compared (default 0.95).
+	Percentile float64 `json:"percentile,omitempty"`
+	// Threshold is the longest acceptable percentile (required).
+	Threshold Duration `json:"threshold"`
+	// MinRequests is the volume before the percentile counts (default 20).
+	MinRequests int `json:"min_requests,omitempty"`
+	// Window is the rolling window of samples (default 60s).
+	Window Duration `json:"window,omitempty"`
+	// Cooldown is how long a slow target is skipped before a probe
+	// (default 30s).
+	Cooldown Duration `json:"cooldown,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("10s").

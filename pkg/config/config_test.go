@@ -151,3 +151,53 @@ func TestRescueSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiNeedsNoBaseURL: kind gemini has a default API root, so a
+// provider of that kind may leave base_url out.
+func TestGeminiNeedsNoBaseURL(t *testing.T) {
+	c, err := Parse([]byte("providers: {g: {kind: gemini, keys: [{env: GEMINI_API_KEY}]}}\nroutes: {m: {targets: [{provider: g, model: gemini-2.5-flash}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Providers["g"]; p.Kind != "gemini" || p.BaseURL != "" {
+		t.Errorf("provider = %+v", p)
+	}
+}
+
+// TestPriceForBaseModel: a bedrock inference profile or ARN is priced by
+// its base model (or its target's base_model); other kinds are not read
+// that way.
+func TestPriceForBaseModel(t *testing.T) {
+	c, err := Parse([]byte(`
+providers:
+  br: {kind: bedrock, region: us-east-1}
+  oa: {kind: openai, base_url: "https://api.openai.com/v1"}
+prices:
+  anthropic.claude-3-7-sonnet-20250219-v1:0: {input: 3, output: 15}
+  br/amazon.nova-pro-v1:0: {input: 0.8, output: 3.2}
+routes:
+  m:
+    targets:
+      - {provider: br, model: "arn:aws:bedrock:us-east-1:1:application-inference-profile/x1", options: {base_model: "amazon.nova-pro-v1:0"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		provider, model string
+		input           float64
+		ok              bool
+	}{
+		{"br", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", 3, true},
+		{"br", "arn:aws:bedrock:eu-west-1:1:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0", 3, true},
+		{"br", "arn:aws:bedrock:us-east-1:1:application-inference-profile/x1", 0.8, true},
+		{"br", "us.amazon.nova-pro-v1:0", 0.8, true},
+		{"oa", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", 0, false},
+		{"br", "arn:aws:bedrock:us-east-1:1:application-inference-profile/other", 0, false},
+	} {
+		p, ok := c.PriceFor(tc.provider, tc.model)
+		if ok != tc.ok || p.Input != tc.input {
+			t.Errorf("PriceFor(%s, %s) = %+v, %v", tc.provider, tc.model, p, ok)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 )
 
 // Kinds are the provider kinds the gateway knows.
-var Kinds = []string{"openai", "anthropic", "bedrock", "fake"}
+var Kinds = []string{"openai", "anthropic", "bedrock", "gemini", "fake"}
 
 //go:embed demo.yaml
 var demoYAML []byte
@@ -290,6 +290,22 @@ func (b BreakerSettings) merge(d BreakerSettings) BreakerSettings {
 	}
 	if b.HalfOpenProbes == 0 {
 		b.HalfOpenProbes = d.HalfOpenProbes
+	}
+	if l := b.Latency; l != nil {
+		c := *l
+		if c.Percentile == 0 {
+			c.Percentile = 0.95
+		}
+		if c.MinRequests == 0 {
+			c.MinRequests = 20
+		}
+		if c.Window == 0 {
+			c.Window = Duration(60 * time.Second)
+		}
+		if c.Cooldown == 0 {
+			c.Cooldown = Duration(30 * time.Second)
+		}
+		b.Latency = &c
 	}
 	return b
 }

@@ -156,12 +156,22 @@ const (
 )
 
 // PriceFor returns the price of a target: the entry "provider/model", else
-// the entry "model". ok is false when neither is configured.
+// the entry "model", else the same two for its base model (BaseModel: a
+// bedrock inference profile or ARN is priced as the model it runs). ok is
+// false when none is configured.
 func (c *Config) PriceFor(provider, model string) (p Price, ok bool) {
 	if p, ok = c.Prices[provider+"/"+model]; ok {
 		return p, true
 	}
-	p, ok = c.Prices[model]
+	if p, ok = c.Prices[model]; ok {
+		return p, true
+	}
+	if base := c.BaseModel(provider, model); base != model {
+		if p, ok = c.Prices[provider+"/"+base]; ok {
+			return p, true
+		}
+		p, ok = c.Prices[base]
+	}
 	return p, ok
 }
 

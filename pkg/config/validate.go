@@ -29,6 +29,19 @@ func (b BreakerSettings) validate() error {
 			return errAt(at.Key(f.name), "%d must be at least 1", f.v)
 		}
 	}
+	if l := b.Latency; l != nil {
+		at := at.Key("latency")
+		switch {
+		case l.Threshold <= 0:
+			return errAt(at.Key("threshold"), "required: the longest acceptable time to first token at the percentile (e.g. %s)", show("5s"))
+		case l.Percentile <= 0 || l.Percentile >= 1:
+			return errAt(at.Key("percentile"), "%g is not in (0, 1) (0.95 is p95)", l.Percentile)
+		case l.MinRequests < 1:
+			return errAt(at.Key("min_requests"), "%d must be at least 1", l.MinRequests)
+		case l.Window < Duration(time.Second):
+			return errAt(at.Key("window"), "%s is shorter than 1s", l.Window.D())
+		}
+	}
 	return nil
 }
 
@@ -44,6 +57,11 @@ func (p *Provider) validate(at Path) error {
 		u, err := url.Parse(p.BaseURL)
 		if p.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errAt(at.Key("base_url"), "%s is not an http(s) URL (kind %s needs one)", show(p.BaseURL), p.Kind)
+		}
+	case "gemini":
+		u, err := url.Parse(p.BaseURL)
+		if p.BaseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return errAt(at.Key("base_url"), "%s is not an http(s) URL (leave it out for https://generativelanguage.googleapis.com/v1beta)", show(p.BaseURL))
 		}
 	case "fake":
 		if p.Fake == nil {
@@ -80,14 +98,14 @@ func (p *Provider) validate(at Path) error {
 		}
 	}
 	switch strings.ToLower(p.AuthHeader) {
-	case "", "authorization", "api-key", "x-api-key":
+	case "", "authorization", "api-key", "x-api-key", "x-goog-api-key":
 	default:
-		return errAt(at.Key("auth_header"), "%s is not authorization, api-key or x-api-key%s", show(p.AuthHeader),
-			didYouMean(p.AuthHeader, []string{"authorization", "api-key", "x-api-key"}))
+		return errAt(at.Key("auth_header"), "%s is not authorization, api-key, x-api-key or x-goog-api-key%s", show(p.AuthHeader),
+			didYouMean(p.AuthHeader, []string{"authorization", "api-key", "x-api-key", "x-goog-api-key"}))
 	}
 	for _, h := range sortedKeys(p.Headers) {
 		switch strings.ToLower(h) {
-		case "authorization", "api-key", "x-api-key", "host", "content-length":
+		case "authorization", "api-key", "x-api-key", "x-goog-api-key", "host", "content-length":
 			return errAt(at.Key("headers").Key(h), "%s may not be set as a static header", show(h))
 		}
 	}
@@ -160,6 +178,57 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	}
 	if t.MaxTokens < 0 {
 		return errAt(at.Key("max_tokens"), "%d must not be negative", t.MaxTokens)
+	}
+	if err := c.validateTargetOptions(at.Key("options"), t); err != nil {
+		return err
+	}
+	if t.Variant != nil {
+		return t.Variant.validate(at.Key("variant"))
+	}
+	return nil
+}
+
+// validateTargetOptions checks a target's kind-specific options: only
+// bedrock targets take any (prompt_caching on|off, base_model).
+func (c *Config) validateTargetOptions(at Path, t Target) error {
+	kind := c.Providers[t.Provider].Kind
+	for _, k := range sortedKeys(t.Options) {
+		v := t.Options[k]
+		switch {
+		case kind != "bedrock":
+			return errAt(at, "only bedrock targets take options; provider %s is kind %s", t.Provider, kind)
+		case k == "prompt_caching":
+			if v != "on" && v != "off" {
+				return errAt(at.Key(k), "%s is not on or off", show(v))
+			}
+		case k == "base_model":
+			if v == "" || strings.HasPrefix(v, "arn:") {
+				return errAt(at.Key(k), "%s must be a base model id (like anthropic.claude-sonnet-4-5-20250929-v1:0)", show(v))
+			}
+		default:
+			e := errAt(at.Key(k), "unknown bedrock target option %s%s (options: base_model, prompt_caching)", show(k),
+				didYouMean(k, []string{"base_model", "prompt_caching"}))
+			e.OnKey = true
+			return e
+		}
+	}
+	return nil
+}
+
+func (v *Variant) validate(at Path) error {
+	switch {
+	case strings.TrimSpace(v.Name) == "":
+		return errAt(at.Key("name"), "required: a name for the usage records (e.g. %s)", show("terse-v2"))
+	case len(v.Name) > 64:
+		return errAt(at.Key("name"), "%s is longer than 64 characters", show(v.Name))
+	case v.System != "" && (v.SystemPrefix != "" || v.SystemSuffix != ""):
+		return errAt(at.Key("system"), "system replaces the system prompt; it cannot be combined with system_prefix or system_suffix")
+	case v.Temperature != nil && (*v.Temperature < 0 || *v.Temperature > 2):
+		return errAt(at.Key("temperature"), "%g is not between 0 and 2", *v.Temperature)
+	case v.TopP != nil && (*v.TopP < 0 || *v.TopP > 1):
+		return errAt(at.Key("top_p"), "%g is not between 0 and 1", *v.TopP)
+	case v.MaxTokensCap < 0:
+		return errAt(at.Key("max_tokens_cap"), "%d must not be negative", v.MaxTokensCap)
 	}
 	return nil
 }

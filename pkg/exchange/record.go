@@ -8,8 +8,10 @@ import (
 // Record is the metadata of one client request: one per request, whatever
 // its outcome. Prompt and completion text never enter a record.
 type Record struct {
-	RequestID string    `json:"request_id"`
-	Time      time.Time `json:"time"`
+	RequestID string `json:"request_id"`
+	// TraceID is the request's W3C trace id (exchange.Request.TraceID).
+	TraceID string    `json:"trace_id,omitempty"`
+	Time    time.Time `json:"time"`
 	// API is the client API the request arrived on.
 	API API `json:"api,omitempty"`
 	// Team is the caller's team ("anonymous" once stored, for callers
@@ -21,6 +23,7 @@ type Record struct {
 	Route         string    `json:"route,omitempty"`
 	Target        string    `json:"target,omitempty"`   // provider/model that served
 	Provider      string    `json:"provider,omitempty"` // its provider id
+	Variant       string    `json:"variant,omitempty"`  // its prompt variant, if any
 	Attempts      []Attempt `json:"attempts,omitempty"`
 	FallbackDepth int       `json:"fallback_depth"`
 	// Outcome is "ok", an error category, or "client_cancelled".
@@ -68,7 +71,7 @@ type Record struct {
 
 // NewRecord starts the record of a request that has just arrived.
 func NewRecord(r *Request) Record {
-	return Record{RequestID: r.ID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
+	return Record{RequestID: r.ID, TraceID: r.TraceID, Time: r.Start.UTC(), API: r.API, Outcome: "ok"}
 }
 
 // Fill copies what the request learned on its way (caller, route, tag,
@@ -78,7 +81,7 @@ func (rec *Record) Fill(r *Request) {
 		rec.Team, rec.KeyID = r.Caller.Team, r.Caller.KeyID
 	}
 	rec.Route, rec.Tag, rec.Stream = r.Route, r.Tag, r.Stream
-	rec.Target, rec.Provider = r.Trace.Target, r.Trace.Provider
+	rec.Target, rec.Provider, rec.Variant = r.Trace.Target, r.Trace.Provider, r.Trace.Variant
 	rec.Attempts, rec.FallbackDepth = r.Trace.Attempts, r.Trace.FallbackDepth
 	rec.MalformedFrames = r.Trace.MalformedFrames
 	rec.ContinuedBy = r.Trace.Continued

@@ -45,6 +45,13 @@ const (
 type Request struct {
 	// ID is the gateway's request id (x-request-id).
 	ID string
+	// TraceID is the request's W3C trace id (pkg/traceid): the client's
+	// traceparent or X-Amzn-Trace-Id, the Lambda invocation's X-Ray trace,
+	// or a generated one. It is on every log line, record and error body.
+	TraceID string
+	// TraceParent is the traceparent header every adapter sends upstream:
+	// TraceID with the gateway's own span id.
+	TraceParent string
 	// API is the client API the request arrived on.
 	API API
 	// Start is when the request arrived.
@@ -99,12 +106,23 @@ type Request struct {
 }
 
 // MaxTokens is the output limit an attempt at step must send to a provider
-// that requires one: the step's default, lowered to the admitted cap.
+// that requires one: the step's default, lowered to OutputLimit.
 func (r *Request) MaxTokens(step config.Step) int {
-	if c := r.OutputCap; c > 0 && (step.MaxTokens == 0 || c < step.MaxTokens) {
+	if c := r.OutputLimit(step); c > 0 && (step.MaxTokens == 0 || c < step.MaxTokens) {
 		return c
 	}
 	return step.MaxTokens
+}
+
+// OutputLimit is the output limit an attempt at step must send when the
+// client gave none, 0 for none: the admitted cap (OutputCap), lowered to
+// the step's variant cap.
+func (r *Request) OutputLimit(step config.Step) int {
+	c := r.OutputCap
+	if v := step.Variant; v != nil && v.MaxTokensCap > 0 && (c == 0 || v.MaxTokensCap < c) {
+		c = v.MaxTokensCap
+	}
+	return c
 }
 
 // Feature is one part of a client request, named by its parameter path

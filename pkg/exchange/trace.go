@@ -55,6 +55,9 @@ type Trace struct {
 	// provider id.
 	Target   string
 	Provider string
+	// Variant names the prompt variant of the target that served ("" if
+	// none).
+	Variant string
 	// MalformedFrames counts upstream frames that were not valid JSON:
 	// skipped, never forwarded to the client.
 	MalformedFrames int

@@ -26,7 +26,7 @@ const (
 
 // attempt makes one call and reads up to the first content event or, with
 // a head buffer, to the end of the head window (see config.HeadBuffer).
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done func(breaker.Outcome)) (*Session, error) {
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done doneFunc) (*Session, error) {
 	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
@@ -52,7 +52,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 			stream.Close()
 		}
 		ge, outcome := r.classify(ctx, actx, err, limit)
-		done(outcome)
+		done(outcome, 0)
 		rec.Latency = r.now().Sub(start)
 		rec.LatencyM = exchange.Millis(rec.Latency)
 		if ge == nil {
@@ -128,9 +128,13 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	rec.LatencyM = exchange.Millis(rec.Latency)
 	rec.Phase = ""
 	tr.Attempts = append(tr.Attempts, rec)
+	var ttft time.Duration
+	if rq.Stream {
+		ttft = max(rec.Latency, time.Nanosecond) // a whole body's latency is not a time to first token
+	}
 	return &Session{
 		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: idleD, done: done, wantUsage: rq.WantsUsage, ended: ended,
+		wd: idle, idle: idleD, done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: ended,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -140,8 +141,8 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 	s.wd.Stop()
 	s.cancel(nil)
 	s.stream.Close()
-	s.done(breaker.Failure)
-	s.done = func(breaker.Outcome) {}
+	s.done(breaker.Failure, s.ttft)
+	s.done = func(breaker.Outcome, time.Duration) {}
 	spent := add(c.spent, s.stream.Usage())
 
 	crq := c.request(prefill)

@@ -110,6 +110,9 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
 			s.open(r, ctx, rq, depth)
+			if step.Variant != nil {
+				tr.Variant = step.Variant.Name
+			}
 			return s, nil
 		}
 		if errors.Is(err, ErrClientGone) {
@@ -153,13 +156,15 @@ func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s"
 func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step) (*Session, error) {
 	pol, tr := rq.Policy, &rq.Trace
 	var last *gwerr.Error
+	lastKey := ""
 attempts:
 	for n := 1; n <= step.Attempts; n++ {
 		if n == 1 {
 			r.Budget.Request(step.Provider)
 		} else {
 			keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
-			_, otherKey := r.Keys.Pick(step.Provider, step.Model)
+			next, ok := r.Keys.Pick(step.Provider, step.Model)
+			otherKey := ok && next.Fingerprint != "" && next.Fingerprint != lastKey // a provider without keys has no other
 			if last.RetryAfter > pol.RetryAfterCap.D() && !(keyFault && otherKey) {
 				break // the provider asks for longer than we wait: move on
 			}
@@ -189,17 +194,18 @@ attempts:
 				return nil, endErr(ctx)
 			}
 		}
-		done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+		done, err := r.allow(ctx, step)
 		if err != nil {
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, ok := r.Keys.Pick(step.Provider, step.Model)
 		if !ok {
-			done(breaker.Ignored)
+			done(breaker.Ignored, 0)
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
 			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
 		}
+		lastKey = key.Fingerprint
 		s, err := r.attempt(ctx, rq, step, key, done)
 		if err == nil {
 			return s, nil
@@ -213,6 +219,24 @@ attempts:
 		}
 	}
 	return nil, last
+}
+
+// doneFunc tells the breaker an attempt's outcome and, for a committed
+// stream, its time to first token (0 otherwise).
+type doneFunc func(o breaker.Outcome, ttft time.Duration)
+
+// allow asks the breaker whether step may be tried, with the request's
+// context when the breaker takes one (its transition lines then carry the
+// request's trace id, and it learns times to first token).
+func (r *Router) allow(ctx context.Context, step config.Step) (doneFunc, error) {
+	if cg, ok := r.Breakers.(breaker.ContextGuard); ok {
+		return cg.AllowContext(ctx, step.ID, breaker.Force(step.Breaker))
+	}
+	done, err := r.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+	if err != nil {
+		return nil, err
+	}
+	return func(o breaker.Outcome, _ time.Duration) { done(o) }, nil
 }
 
 // endErr is the error for a request whose own context ended.

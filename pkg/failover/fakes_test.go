@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -154,7 +155,14 @@ func (p *picker) Pick(prov, _ string) (keyledger.Key, bool) {
 	if p.none[prov] || p.pickHook != nil && !p.pickHook(prov) {
 		return keyledger.Key{}, false
 	}
-	return keyledger.Key{Fingerprint: "fp-" + prov}, true
+	// A key the provider rate-limited is set aside: the next one differs.
+	n := 0
+	for _, st := range p.observed {
+		if st == http.StatusTooManyRequests {
+			n++
+		}
+	}
+	return keyledger.Key{Fingerprint: fmt.Sprintf("fp-%s-%d", prov, n)}, true
 }
 
 func (p *picker) Observe(_, _ string, _ keyledger.Key, status int, _ http.Header) {

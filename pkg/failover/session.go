@@ -29,7 +29,8 @@ type Session struct {
 	cancel    context.CancelCauseFunc
 	wd        *time.Timer
 	idle      time.Duration
-	done      func(breaker.Outcome)
+	done      doneFunc
+	ttft      time.Duration // the committed stream's time to first token (0: not a stream)
 	wantUsage bool
 	fault     bool // the upstream failed mid-stream: the breaker hears of it
 	ended     bool // the upstream already ended cleanly: only the head is left
@@ -134,11 +135,11 @@ func (s *Session) End(err error) {
 		s.stream.Close()
 		switch {
 		case err == nil || err == io.EOF:
-			s.done(breaker.Success)
+			s.done(breaker.Success, s.ttft)
 		case s.fault:
-			s.done(breaker.Failure)
+			s.done(breaker.Failure, s.ttft)
 		default:
-			s.done(breaker.Ignored)
+			s.done(breaker.Ignored, s.ttft)
 		}
 	})
 }

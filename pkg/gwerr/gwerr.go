@@ -107,6 +107,9 @@ type Error struct {
 	RetryAfter time.Duration // a retry-after hint, 0 if none
 	Provider   string        // the provider id that produced it, "" for gateway errors
 	Cause      error         // the underlying error, for logs (never shown to clients)
+	// TraceID is the request's trace id, set by the front before the error
+	// is written, so every client API's error body can carry it.
+	TraceID string
 }
 
 // New returns an *Error with a category and a safe message.

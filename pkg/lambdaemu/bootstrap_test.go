@@ -367,3 +367,38 @@ func waitFor(t *testing.T, cond func() bool, msg string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestTraceIDThroughTheRealBinary: on Lambda the trace id is the Function
+// URL request's X-Amzn-Trace-Id, else the invocation's X-Ray trace
+// (Lambda-Runtime-Trace-Id), returned in x-gateway-trace-id and written on
+// the request log line.
+func TestTraceIDThroughTheRealBinary(t *testing.T) {
+	cfg := writeConfig(t, `
+providers:
+  steady: {kind: fake, fake: {reply: "Hello."}}
+routes:
+  demo: {targets: [{provider: steady, model: fake-1}]}
+`)
+	f := start(t, deployment.EnvConfigFile+"="+cfg)
+	f.rt.TraceID = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	resp := invoke(t, f, event(t, "function-url-chat.json"), time.Minute)
+	io.ReadAll(resp.Body)
+	if got := resp.Headers.Get("x-gateway-trace-id"); got != "6745a2c10f3a8c2d4e5b6a7c8d9e0f1a" {
+		t.Errorf("with the request's X-Amzn-Trace-Id: trace id %q", got)
+	}
+	var ev map[string]any
+	json.Unmarshal(event(t, "function-url-chat.json"), &ev)
+	delete(ev["headers"].(map[string]any), "x-amzn-trace-id")
+	b, _ := json.Marshal(ev)
+	resp = invoke(t, f, b, time.Minute)
+	io.ReadAll(resp.Body)
+	if got := resp.Headers.Get("x-gateway-trace-id"); got != "5759e988bd862e3fe1be46a994272793" {
+		t.Errorf("with the invocation's X-Ray trace only: trace id %q", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(f.stderr.String()+f.stdout.String(), `"trace_id":"5759e988bd862e3fe1be46a994272793"`) {
+			return
+		}
+	}
+	t.Errorf("no log line with the trace id:\n%s%s", f.stdout.String(), f.stderr.String())
+}

@@ -37,6 +37,10 @@ type Runtime struct {
 	seq   atomic.Int64
 	// InitError receives the body of an init error report, if any.
 	InitError chan []byte
+	// TraceID is the X-Ray trace header (Lambda-Runtime-Trace-Id) sent
+	// with each invocation; empty sends an all-zero root, unsampled. Set
+	// it before the first Invoke.
+	TraceID string
 }
 
 type invocation struct {
@@ -115,7 +119,11 @@ func (rt *Runtime) next(w http.ResponseWriter, r *http.Request) {
 		h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
 		h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(inv.deadline.UnixMilli(), 10))
 		h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:llmgw-test-gateway")
-		h.Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
+		trace := rt.TraceID
+		if trace == "" {
+			trace = "Root=1-00000000-000000000000000000000000;Sampled=0"
+		}
+		h.Set("Lambda-Runtime-Trace-Id", trace)
 		h.Set("Content-Type", "application/json")
 		w.Write(inv.event)
 	case <-r.Context().Done():

@@ -25,6 +25,7 @@ type APIError struct {
 	RetryAfterSeconds *float64 `json:"retry_after_seconds,omitempty"`
 	Provider          string   `json:"provider,omitempty"`
 	RequestID         string   `json:"request_id,omitempty"`
+	TraceID           string   `json:"trace_id,omitempty"`
 	Usage             *Usage   `json:"usage,omitempty"`
 }
 
@@ -38,6 +39,7 @@ func NewErrorEnvelope(e *gwerr.Error, requestID string, usage *Usage) ErrorEnvel
 		Retryable: e.Category.Retryable(),
 		Provider:  e.Provider,
 		RequestID: requestID,
+		TraceID:   e.TraceID,
 		Usage:     usage,
 	}
 	if e.Param != "" {

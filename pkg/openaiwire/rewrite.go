@@ -178,6 +178,9 @@ type RewriteOptions struct {
 	// counts itself.
 	MaxTokens      int
 	MaxTokensField string
+	// Variant, when set, is the serving target's prompt variant, applied
+	// with byte-level edits before the rest (see Variant).
+	Variant *Variant
 }
 
 // isLimitField reports whether key k is an output limit for a body whose
@@ -191,14 +194,17 @@ func isLimitField(k, field string) bool {
 }
 
 // Rewrite returns body with only the model replaced and, when asked,
-// stream_options.include_usage set. Every other byte, including unknown and
+// stream_options.include_usage set, the output cap added and the variant
+// applied. Every other byte, including unknown and
 // vendor-specific fields, their order and their formatting, is kept. body
 // must have passed Parse (or, for another OpenAI API, CheckObject). dst is
 // reused when it has room.
 func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
-	type span struct {
-		start, end int
-		with       []byte
+	if opt.Variant != nil {
+		var err error
+		if body, err = applyVariant(body, opt.Variant); err != nil {
+			return nil, err
+		}
 	}
 	var edits [2]span
 	n := 0

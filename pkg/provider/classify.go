@@ -72,10 +72,11 @@ func StatusError(providerID string, status int, errType, detail string, retryAft
 
 // contextPhrases are how providers say a prompt is too long when they give
 // no code for it (Anthropic "prompt is too long: N tokens > M maximum",
-// Bedrock "Input is too long for requested model", others "maximum context
-// length").
+// Bedrock "Input is too long for requested model", Gemini "The input token
+// count (N) exceeds the maximum number of tokens allowed (M)", others
+// "maximum context length").
 var contextPhrases = []string{"context_length", "context length", "context window", "prompt is too long",
-	"input is too long", "too many input tokens", "maximum context", "exceeds the context"}
+	"input is too long", "too many input tokens", "maximum context", "exceeds the context", "input token count"}
 
 // contextLength reports whether an upstream error says the request does not
 // fit the model's context window.

@@ -28,7 +28,7 @@ func TestSemanticsMatrixIsBackedByTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each Chat column's tests live in one package.
-	pkgOf := map[string]string{"openai": "pkg/server", "anthropic": "pkg/provider/anthropic", "bedrock": "pkg/provider/bedrock"}
+	pkgOf := map[string]string{"openai": "pkg/server", "anthropic": "pkg/provider/anthropic", "bedrock": "pkg/provider/bedrock", "gemini": "pkg/provider/gemini"}
 	// The rows each table must have, by ingress ("" is Chat Completions).
 	required := map[string][]string{
 		"": {"text", "system", "multi-turn", "images", "tools definition", "forced tool choice",

@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
 // Provider sends one attempt to one upstream.
@@ -48,8 +49,30 @@ type Call struct {
 func (c *Call) Model() string { return c.Step.Model }
 
 // MaxTokens is the output limit for providers that require one: the
-// target's default, lowered to the request's admitted cap.
+// target's default, lowered to the request's admitted cap and the
+// target's variant cap.
 func (c *Call) MaxTokens() int { return c.Req.MaxTokens(c.Step) }
+
+// OutputLimit is the output limit to send when the client gave none, for
+// providers that need none: the admitted cap and the variant cap, the
+// lower; 0 for none.
+func (c *Call) OutputLimit() int { return c.Req.OutputLimit(c.Step) }
+
+// Variant is the target's prompt variant in the chat wire form, nil if
+// the target has none.
+func (c *Call) Variant() *openaiwire.Variant {
+	v := c.Step.Variant
+	if v == nil {
+		return nil
+	}
+	return &openaiwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix,
+		Temperature: v.Temperature, TopP: v.TopP, MaxTokensCap: v.MaxTokensCap}
+}
+
+// Chat is the canonical request a translating adapter builds this
+// attempt from: Req.Chat with the target's prompt variant applied (a
+// copy; Req.Chat itself when the target has none).
+func (c *Call) Chat() *openaiwire.ChatRequest { return c.Req.Chat.WithVariant(c.Variant()) }
 
 // Stream yields the events of one upstream response.
 //
@@ -71,6 +94,14 @@ type Stream interface {
 // Passthrough reports whether an upstream speaking api receives the
 // client's own bytes for req.
 func Passthrough(req *exchange.Request, api exchange.API) bool { return req.API == api }
+
+// SetTraceHeader forwards the request's trace context to an upstream: the
+// traceparent header (the request's trace id, the gateway's span id).
+func SetTraceHeader(h http.Header, req *exchange.Request) {
+	if req.TraceParent != "" {
+		h.Set("traceparent", req.TraceParent)
+	}
+}
 
 // SetKeyHeader puts a provider key in the header an adapter is configured
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,

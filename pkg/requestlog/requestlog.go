@@ -18,11 +18,12 @@ func Write(log *slog.Logger, r *http.Request, rec *exchange.Record) {
 		level = slog.LevelWarn
 	}
 	log.LogAttrs(r.Context(), level, "request",
-		slog.String("request_id", rec.RequestID), slog.String("api", string(rec.API)), slog.String("route", rec.Route),
+		slog.String("request_id", rec.RequestID), slog.String("trace_id", rec.TraceID),
+		slog.String("api", string(rec.API)), slog.String("route", rec.Route),
 		slog.String("client_ip", ClientIP(r)),
 		slog.String("team", rec.Team), slog.String("tag", rec.Tag),
 		slog.Bool("stream", rec.Stream), slog.Int("status", rec.Status), slog.String("outcome", rec.Outcome),
-		slog.String("provider", rec.Provider), slog.String("target", rec.Target),
+		slog.String("provider", rec.Provider), slog.String("target", rec.Target), slog.String("variant", rec.Variant),
 		slog.Any("attempts", rec.Attempts), slog.Int("fallback_depth", rec.FallbackDepth),
 		slog.Float64("ttft_ms", rec.TTFTMillis), slog.Float64("latency_ms", rec.LatencyMillis),
 		slog.Int("tokens_in", rec.InputTokens), slog.Int("tokens_out", rec.OutputTokens),

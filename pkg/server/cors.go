@@ -90,7 +90,7 @@ func preflightRefusal(c config.CORS, origin string, r *http.Request) string {
 func (h *Handler) refusePreflight(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress, why string) {
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "cors preflight refused", slog.String("request_id", rid),
 		slog.String("origin", r.Header.Get("Origin")), slog.String("path", r.URL.Path), slog.String("reason", why))
-	writeErrorIn(w, shape, gwerr.New(gwerr.Permission, "CORS preflight refused: %s", why).WithCode("cors_refused"), rid)
+	writeErrorIn(w, r, shape, gwerr.New(gwerr.Permission, "CORS preflight refused: %s", why).WithCode("cors_refused"), rid)
 }
 
 // clip bounds a client-supplied value quoted in a message.

@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/requestlog"
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // exchangeState is one request on its way through the front: the one
@@ -41,9 +42,10 @@ type exchangeState struct {
 // serve runs one request of any client API through the shared pipeline:
 // read, decode, route, admit, fail over, relay, record. The ingress decides
 // only the wire formats.
-func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Request, rid string) {
+func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Request, rid string, tc traceid.Context) {
 	rt := h.current.Load()
-	req := &exchange.Request{ID: rid, API: in.API(), Start: h.opts.Now(), Caller: exchange.CallerFrom(r.Context())}
+	req := &exchange.Request{ID: rid, TraceID: tc.TraceID, TraceParent: tc.Traceparent(), API: in.API(), Start: h.opts.Now(),
+		Caller: exchange.CallerFrom(r.Context())}
 	x := &exchangeState{h: h, rt: rt, in: in, w: w, r: r, req: req, rec: exchange.NewRecord(req)}
 	defer x.finish()
 	cfg := rt.cfg
@@ -182,6 +184,7 @@ func (x *exchangeState) fail(e *gwerr.Error) {
 	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && x.req.Trace.GenerationAttempts() <= 1
 	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
+	e.TraceID = x.req.TraceID
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)
 }
 

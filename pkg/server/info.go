@@ -77,7 +77,7 @@ func modelPath(p string) (string, bool) {
 // model serves GET /v1/models/{id}.
 func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
 	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !exchange.CallerFrom(r.Context()).MayUse(id) {
-		writeErrorIn(w, errorShape(r, nil, nil), gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		writeErrorIn(w, r, errorShape(r, nil, nil), gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
 		return
 	}
 	if anthropicClient(r) {

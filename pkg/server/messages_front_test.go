@@ -88,6 +88,7 @@ func TestMessagesTeamKeyInEitherHeader(t *testing.T) {
 		}
 		json.Unmarshal([]byte(ae.RawJSON()), &e)
 		delete(e.Error, "request_id")
+		delete(e.Error, "trace_id") // per request, like the request id
 		b, _ := json.Marshal(e.Error)
 		bodies = append(bodies, string(b))
 	}

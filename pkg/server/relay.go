@@ -77,6 +77,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		x.fail(gwerr.As(err))
 	default:
 		ge := gwerr.As(err)
+		ge.TraceID = x.req.TraceID
 		x.rec.Outcome = string(ge.Category)
 		cw.write(enc.Fail(buf[:0], ge, x.req.ID, u))
 	}

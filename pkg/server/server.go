@@ -32,6 +32,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
 // Options are the handler's hooks and collaborators. Nil fields take
@@ -227,7 +228,11 @@ func (h *Handler) UnresolvedKeys() int {
 // recover, and a panic there would kill the process.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
+	tc := traceid.FromRequest(r)
 	rw.Header().Set("x-request-id", rid)
+	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
+	rw.Header().Set("traceparent", tc.Traceparent())
+	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
 	shape := errorShape(r, in, counter)
@@ -236,10 +241,10 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid),
+			h.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.String("trace_id", tc.TraceID),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !w.wrote {
-				writeErrorIn(w, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
+				writeErrorIn(w, r, shape, gwerr.New(gwerr.Internal, "internal error"), rid)
 			}
 		}
 	}()
@@ -250,21 +255,21 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		hw := &headWriter{ResponseWriter: w}
 		get := r.WithContext(r.Context())
 		get.Method = http.MethodGet
-		h.route(hw, get, rid, shape)
+		h.route(hw, get, rid, tc, shape)
 		hw.finish()
 		return
 	}
-	h.route(w, r, rid, shape)
+	h.route(w, r, rid, tc, shape)
 }
 
 // route serves a request by its path, answering errors before a client
 // API's pipeline in shape (errorShape). HEAD requests for every path that
 // is not a client API's arrive here as GET, through a headWriter.
-func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress) {
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc traceid.Context, shape ingress.Ingress) {
 	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, nil, rid, getMethods)
+			methodNotAllowed(w, r, nil, rid, getMethods)
 			return
 		}
 		h.health(w, r)
@@ -272,17 +277,17 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, shap
 	}
 	caller, err := h.authenticate(r)
 	if err != nil {
-		writeErrorIn(w, shape, gwerr.As(err), rid)
+		writeErrorIn(w, r, shape, gwerr.As(err), rid)
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
 	if in != nil || counter != nil {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, shape, rid, http.MethodPost)
+			methodNotAllowed(w, r, shape, rid, http.MethodPost)
 			return
 		}
 		if in != nil {
-			h.serve(in, w, r, rid)
+			h.serve(in, w, r, rid, tc)
 		} else {
 			h.count(counter, w, r, rid)
 		}
@@ -291,7 +296,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, shap
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, shape, rid, getMethods)
+			methodNotAllowed(w, r, shape, rid, getMethods)
 			return
 		}
 		h.models(w, r, rid)
@@ -304,7 +309,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, shap
 			h.model(w, r, rid, m)
 			return
 		}
-		writeErrorIn(w, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
 
@@ -334,18 +339,20 @@ func anthropicClient(r *http.Request) bool {
 	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
 }
 
-// writeErrorIn writes e in shape's error format (nil: the OpenAI shape).
-func writeErrorIn(w http.ResponseWriter, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+// writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
+// with the request's trace id.
+func writeErrorIn(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, e *gwerr.Error, rid string) int {
+	e.TraceID = traceid.From(r.Context())
 	if shape == nil {
 		return writeError(w, e, rid)
 	}
-	return shape.WriteError(w, &exchange.Request{ID: rid}, e)
+	return shape.WriteError(w, &exchange.Request{ID: rid, TraceID: e.TraceID}, e)
 }
 
-func methodNotAllowed(w http.ResponseWriter, shape ingress.Ingress, rid, allow string) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingress, rid, allow string) {
 	w.Header().Set("Allow", allow)
 	e := gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed)
-	writeErrorIn(w, shape, e, rid)
+	writeErrorIn(w, r, shape, e, rid)
 }
 
 // requestID returns the client's x-request-id when it is short and plain,
@@ -405,7 +412,7 @@ func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
 }
 
 // writeError writes an error outside any client API's pipeline in the
-// OpenAI error shape.
+// OpenAI error shape (its TraceID set by the caller).
 func writeError(w http.ResponseWriter, e *gwerr.Error, rid string) int {
 	return chat.WriteError(w, e, rid, ingress.Status(e))
 }

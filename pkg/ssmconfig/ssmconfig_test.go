@@ -215,3 +215,32 @@ func TestErrorsNameTheParameterAndThePlaceInIt(t *testing.T) {
 		})
 	}
 }
+
+// TestVariantIsEditableThroughSSM: a per-target prompt variant is config
+// like the rest: an SSM parameter sets it, a later edit changes it.
+func TestVariantIsEditableThroughSSM(t *testing.T) {
+	srv := ssmtest.New()
+	defer srv.Close()
+	srv.Put("/llmgw/test/config/00-base", "String", base)
+	srv.Put("/llmgw/test/config/60-variants", "String",
+		"routes:\n  chat:\n    targets:\n      - {provider: a, model: x, variant: {name: terse-v1, system_prefix: \"Be terse. \", max_tokens_cap: 256}}\n")
+	l := &ssmconfig.Loader{API: client(t, srv), Path: "/llmgw/test/config/"}
+	cfg, _, err := l.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _, _ := cfg.Chain("chat")
+	if v := steps[0].Variant; v == nil || v.Name != "terse-v1" || v.SystemPrefix != "Be terse. " || v.MaxTokensCap != 256 {
+		t.Fatalf("variant from SSM = %+v", v)
+	}
+	srv.Put("/llmgw/test/config/60-variants", "String",
+		"routes:\n  chat:\n    targets:\n      - {provider: a, model: x, variant: {name: terse-v2, system: \"Answer in one line.\"}}\n")
+	cfg, changed, err := l.Load(context.Background())
+	if err != nil || !changed {
+		t.Fatalf("edit not loaded: changed %v err %v", changed, err)
+	}
+	steps, _, _ = cfg.Chain("chat")
+	if v := steps[0].Variant; v == nil || v.Name != "terse-v2" || v.System != "Answer in one line." || v.SystemPrefix != "" {
+		t.Errorf("edited variant = %+v", v)
+	}
+}

@@ -126,6 +126,14 @@ func BreakerWindowSK(windowStart time.Time) string {
 	return join(lit("win"), lit(SortableTime(windowStart)))
 }
 
+// BreakerLatencyKey is the item holding the time-to-first-token histogram
+// of one upstream target in the latency window that starts at windowStart
+// (latency-aware breakers). It shares the breaker partition; Query bounds
+// from [BreakerWindowSK] never select it.
+func BreakerLatencyKey(targetID string, windowStart time.Time) Key {
+	return Key{PK: BreakerPK(targetID), SK: join(lit("lat"), lit(SortableTime(windowStart)))}
+}
+
 // BreakerProbeKey is the item counting the half-open probes granted, across
 // all instances, for one upstream target in the probe round that starts at
 // roundStart (a breaker's open-until time, or a later round of it). It

@@ -16,6 +16,8 @@ func TestKeyShapes(t *testing.T) {
 		{"breaker", BreakerKey("openai-eu"), Key{"breaker#openai-eu", "state"}},
 		{"breaker window", BreakerWindowKey("openai-eu", at),
 			Key{"breaker#openai-eu", "win#2024-05-01T21:59:58.000000500Z"}},
+		{"breaker latency", BreakerLatencyKey("openai-eu", at),
+			Key{"breaker#openai-eu", "lat#2024-05-01T21:59:58.000000500Z"}},
 		{"breaker probe", BreakerProbeKey("openai-eu", at),
 			Key{"breaker#openai-eu", "probe#2024-05-01T21:59:58.000000500Z"}},
 		{"retry budget", RetryBudgetKey("openai-eu", at),
@@ -138,7 +140,7 @@ func TestWindowBoundsHelpers(t *testing.T) {
 	}
 	// Window bounds never select probe items (nor the state item).
 	lo, hi := BreakerWindowSK(time.Time{}), BreakerWindowSK(t0.Add(1000*time.Hour))
-	for _, sk := range []string{BreakerProbeKey("x", t0).SK, BreakerKey("x").SK} {
+	for _, sk := range []string{BreakerProbeKey("x", t0).SK, BreakerLatencyKey("x", t0).SK, BreakerKey("x").SK} {
 		if lo <= sk && sk < hi {
 			t.Fatalf("window bounds select %q", sk)
 		}

@@ -38,6 +38,8 @@ func TestAuthMatrix(t *testing.T) {
 	usagetest.Run(t, []usagetest.Case{{Name: "Matrix", Fn: func(t *testing.T, open usagetest.Opener) {
 		g := newGW(t, gwOptions{open: open})
 		const rid = "req-auth-matrix-1"
+		// Request and trace ids are the caller's, so every refusal body can be compared.
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		sentinelKey := teams.KeyPrefix + "SENTINELxKEYxNOTxREALxxxxxxxxxxxxxxxxxxxxxxx"
 		refusals := map[string]string{
 			"missing":       "",
@@ -47,7 +49,7 @@ func TestAuthMatrix(t *testing.T) {
 		}
 		var first string
 		for name, key := range refusals {
-			resp, body := g.call(t, key, chatBody, "x-request-id", rid)
+			resp, body := g.call(t, key, chatBody, "x-request-id", rid, "traceparent", tp)
 			if resp.StatusCode != 401 || resp.Header.Get("x-gateway-error-category") != "authentication" {
 				t.Fatalf("%s: %d %s", name, resp.StatusCode, body)
 			}
@@ -61,6 +63,7 @@ func TestAuthMatrix(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(chatBody))
 			req.Header.Set("Authorization", h)
 			req.Header.Set("x-request-id", rid)
+			req.Header.Set("traceparent", tp)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +104,7 @@ func TestAuthMatrix(t *testing.T) {
 		y = strings.Replace(y, "  ads:\n", "  ads:\n    disabled: true\n", 1)
 		g.setConfig(t, y)
 		for _, k := range []string{"search", "ads"} {
-			if resp, body := g.call(t, g.keys[k], chatBody, "x-request-id", rid); resp.StatusCode != 401 || body != first {
+			if resp, body := g.call(t, g.keys[k], chatBody, "x-request-id", rid, "traceparent", tp); resp.StatusCode != 401 || body != first {
 				t.Fatalf("%s after revocation: %d %s", k, resp.StatusCode, body)
 			}
 		}

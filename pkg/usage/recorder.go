@@ -86,14 +86,14 @@ func (r *Recorder) Record(ctx context.Context, rec *exchange.Record) {
 		if serr == nil {
 			if ok, n := r.warn.allow(time.Now()); ok {
 				r.log.LogAttrs(ctx, slog.LevelWarn, "usage store unavailable; record spilled, to be drained into the store",
-					slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err), slog.Int("suppressed", n))
+					slog.String("request_id", rec.RequestID), slog.String("trace_id", rec.TraceID), slog.String("team", rec.Team), slog.Any("error", err), slog.Int("suppressed", n))
 			}
 			return
 		}
 		err = errors.Join(err, serr)
 	}
 	r.log.LogAttrs(ctx, slog.LevelError, "usage record not stored",
-		slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.Any("error", err))
+		slog.String("request_id", rec.RequestID), slog.String("trace_id", rec.TraceID), slog.String("team", rec.Team), slog.Any("error", err))
 }
 
 // Write stores rec and reports failure. Writing a record that is already

@@ -156,10 +156,13 @@ type apiError struct {
 	Code              string     `json:"code,omitempty"`
 	Provider          string     `json:"provider,omitempty"`
 	RequestID         string     `json:"request_id,omitempty"`
+	TraceID           string     `json:"trace_id,omitempty"`
 	Usage             *usageJSON `json:"usage,omitempty"`
 }
 
-// errorBody is {"type":"error","error":{...},"request_id":rid}. A prompt
+// errorBody is {"type":"error","error":{...},"request_id":rid,
+// "trace_id":...} (the trace id also in the error object, as the request
+// id is). A prompt
 // too long for the model's context says so in Anthropic's words ("prompt is
 // too long"), which clients such as Claude Code look for.
 func errorBody(e *gwerr.Error, rid string, u *usageJSON) []byte {
@@ -168,7 +171,7 @@ func errorBody(e *gwerr.Error, rid string, u *usageJSON) []byte {
 		msg = "prompt is too long: " + msg
 	}
 	ae := apiError{Type: ErrorType(e), Message: msg, Category: string(e.Category), Retryable: e.Category.Retryable(),
-		Param: e.Param, Code: e.Code, Provider: e.Provider, RequestID: rid, Usage: u}
+		Param: e.Param, Code: e.Code, Provider: e.Provider, RequestID: rid, TraceID: e.TraceID, Usage: u}
 	if e.RetryAfter > 0 {
 		s := e.RetryAfter.Seconds()
 		ae.RetryAfterSeconds = &s
@@ -177,7 +180,8 @@ func errorBody(e *gwerr.Error, rid string, u *usageJSON) []byte {
 		Type      string   `json:"type"`
 		Error     apiError `json:"error"`
 		RequestID string   `json:"request_id,omitempty"`
-	}{"error", ae, rid})
+		TraceID   string   `json:"trace_id,omitempty"`
+	}{"error", ae, rid, e.TraceID})
 	if err != nil { // cannot happen: every field is a plain value
 		return []byte(`{"type":"error","error":{"type":"api_error","message":"internal error"}}`)
 	}

@@ -91,7 +91,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return a.passthrough(ctx, call)
 	}
 	tr := translator{target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
-	areq, err := tr.translateRequest(call.Req, call.Model(), call.MaxTokens())
+	areq, err := tr.translateRequest(call.Req, call.Chat(), call.Model(), call.MaxTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +117,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	for k, v := range a.headers {
 		h.Set(k, v)
 	}
+	provider.SetTraceHeader(h, call.Req)
 	provider.SetKeyHeader(h, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {

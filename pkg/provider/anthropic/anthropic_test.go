@@ -106,6 +106,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}],
 		"tool_choice":"auto","temperature":0.2}`, keyledger.NewKey(testSecret, 0))
+	call.Req.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	var statuses []int
 	var seen http.Header
 	call.OnResponse = func(status int, h http.Header) { statuses = append(statuses, status); seen = h }
@@ -132,7 +133,8 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	if r.method != http.MethodPost || r.path != "/v1/messages" {
 		t.Errorf("request line %s %s, want POST /v1/messages", r.method, r.path)
 	}
-	for k, want := range map[string]string{"X-Api-Key": testSecret, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json", "Accept": "text/event-stream"} {
+	for k, want := range map[string]string{"X-Api-Key": testSecret, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json", "Accept": "text/event-stream",
+		"Traceparent": call.Req.TraceParent} {
 		if got := r.header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
@@ -398,5 +400,27 @@ func TestSendMaxTokens(t *testing.T) {
 		if got := up.requests()[i].body; !strings.Contains(string(got), c.want) {
 			t.Errorf("output cap %d: upstream body %s, want %s", c.cap, got, c.want)
 		}
+	}
+}
+
+// TestVariantIsAppliedToTheTranslatedRequest: the target's prompt variant
+// edits the canonical copy the Messages request is built from; the cap
+// lowers the target's default output limit.
+func TestVariantIsAppliedToTheTranslatedRequest(t *testing.T) {
+	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_v","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`))
+	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
+	call := newCall(t, `{"model":"m","temperature":0.9,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
+	temp := 0.3
+	call.Step.Variant = &config.Variant{Name: "claude-v1", SystemPrefix: "You are Claude. ", Temperature: &temp, MaxTokensCap: 200}
+	if _, err := a.Send(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"claude-x","max_tokens":200,"system":[{"type":"text","text":"You are Claude. be brief"}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"temperature":0.3}`
+	if got := up.requests()[0].body; !reflect.DeepEqual(canon(t, got), canon(t, []byte(want))) {
+		t.Errorf("upstream body\n got %s\nwant %s", got, compact(t, want))
+	}
+	if *call.Req.Chat.Temperature != 0.9 || call.Req.Chat.Messages[0].Content.Text != "be brief" {
+		t.Error("the variant edited the request other targets see")
 	}
 }

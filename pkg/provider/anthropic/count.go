@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
@@ -22,7 +23,13 @@ func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, er
 	if !provider.Passthrough(call.Req, exchange.Messages) {
 		return 0, provider.ErrCannotCount
 	}
-	body, err := passthroughBody(call.Req.Body, call.Model(), 0)
+	var sys *openaiwire.Variant
+	if v := call.Variant(); v != nil && v.EditsSystem() {
+		// The prompt the target would get; count_tokens takes no sampling
+		// parameters or output limit.
+		sys = &openaiwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix}
+	}
+	body, err := passthroughBody(call.Req.Body, call.Model(), 0, sys)
 	if err != nil {
 		return 0, err
 	}

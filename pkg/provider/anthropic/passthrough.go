@@ -18,9 +18,10 @@ import (
 
 // Passthrough: a client of the Messages API served by an Anthropic
 // upstream. The client's body is sent byte for byte except the model (the
-// target's) and max_tokens, lowered to the admitted output cap when the
+// target's), max_tokens, lowered to the admitted output cap when the
 // request has one (exchange.Request.OutputCap) and the client asked for
-// more; nothing is decoded and re-encoded, so fields the gateway does not
+// more, and the target's prompt variant (system, temperature, top_p,
+// max_tokens; see openaiwire.ApplyVariantMembers); nothing is decoded and re-encoded, so fields the gateway does not
 // know (context_management, defer_loading, ...) reach the upstream. The
 // client's anthropic-version and anthropic-beta headers are forwarded
 // unchanged (the configured anthropic_version when the client sent none);
@@ -46,8 +47,21 @@ import (
 // HasContent, HasFinish with its stop_reason); an empty one (no content, no
 // output tokens) is provider.EmptyResponse.
 
-// passthroughBody rewrites the client's body for model and the output cap.
-func passthroughBody(body []byte, model string, outputCap int) ([]byte, error) {
+// messagesVariant is how a target's prompt variant edits a Messages body:
+// the system member (a string, or text blocks), and max_tokens.
+var messagesVariant = openaiwire.MemberVariant{Prompt: "system", MaxTokens: "max_tokens",
+	Block: func(text string) []byte {
+		return append(append([]byte(`{"type":"text","text":`), openaiwire.AppendJSONString(nil, text)...), '}')
+	}}
+
+// passthroughBody rewrites the client's body for model, the output cap
+// (the admitted cap and the variant's, provider.Call.OutputLimit) and the
+// target's prompt variant, byte for byte.
+func passthroughBody(body []byte, model string, outputCap int, v *openaiwire.Variant) ([]byte, error) {
+	body, err := openaiwire.ApplyVariantMembers(body, v, messagesVariant)
+	if err != nil {
+		return nil, err
+	}
 	return openaiwire.EditMembers(make([]byte, 0, len(body)+16), body, func(key string, v []byte) ([]byte, bool) {
 		switch key {
 		case "model":
@@ -85,6 +99,7 @@ func (a *Adapter) newRequest(ctx context.Context, call *provider.Call, url strin
 	for k, v := range a.headers {
 		h.Set(k, v)
 	}
+	provider.SetTraceHeader(h, call.Req)
 	provider.SetKeyHeader(h, a.authHeader, call.Key)
 	return req, nil
 }
@@ -108,7 +123,7 @@ func (a *Adapter) do(ctx context.Context, call *provider.Call, req *http.Request
 // passthrough serves a Messages request (see above).
 func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
-	body, err := passthroughBody(rq.Body, call.Model(), rq.OutputCap)
+	body, err := passthroughBody(rq.Body, call.Model(), call.OutputLimit(), call.Variant())
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func TestPassthroughLowersMaxTokensToTheAdmittedCap(t *testing.T) {
 		cap  int
 		want string
 	}{{0, `"max_tokens":32000`}, {4096, `"max_tokens":4096`}, {64000, `"max_tokens":32000`}} {
-		got, err := passthroughBody([]byte(messagesBody), "claude-up", c.cap)
+		got, err := passthroughBody([]byte(messagesBody), "claude-up", c.cap, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

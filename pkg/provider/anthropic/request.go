@@ -83,13 +83,14 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 		Message: fmt.Sprintf(format, args...) + " (target " + t.target + ")"}
 }
 
-// translateRequest returns the Anthropic request for a request's canonical
-// form (req.Chat); a Chat Completions client's raw body is also checked for
-// fields the translator does not know (see chatBody). defaultMax is the
+// translateRequest returns the Anthropic request for the canonical form r
+// of req (provider.Call.Chat: req.Chat with the target's variant); a Chat
+// Completions client's raw body is also checked for fields the translator
+// does not know (see chatBody). defaultMax is the
 // output limit when the client gives none: the target's max_tokens,
 // lowered to the admitted cap (provider.Call.MaxTokens).
-func (t *translator) translateRequest(req *exchange.Request, model string, defaultMax int) (*anthropicwire.Request, error) {
-	r, body := req.Chat, chatBody(req)
+func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatRequest, model string, defaultMax int) (*anthropicwire.Request, error) {
+	body := chatBody(req)
 	if err := t.checkUnsupported(r, body); err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func translate(t *testing.T, body string) ([]byte, error) {
 		t.Fatalf("the OpenAI request does not parse: %v", err)
 	}
 	tr := translator{target: "anth/claude-x", prov: "anth"}
-	out, err := tr.translateRequest(&exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream}, "claude-x", 4096)
+	out, err := tr.translateRequest(&exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream}, req, "claude-x", 4096)
 	if err != nil {
 		return nil, err
 	}

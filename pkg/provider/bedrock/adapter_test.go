@@ -168,7 +168,9 @@ func TestStreamGolden(t *testing.T) {
 // carries the escaped model id and the body is the translated request.
 func TestStreamRequest(t *testing.T) {
 	f := newFake(t, reply{events: concat(textEvents("ok"), stopEvents("end_turn", 1, 1))})
-	s, err := newAdapter(t, f).Send(context.Background(), newCall(t, streamHi))
+	call := newCall(t, streamHi)
+	call.Req.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	s, err := newAdapter(t, f).Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +185,9 @@ func TestStreamRequest(t *testing.T) {
 		t.Errorf("request %s %s, want POST %s", reqs[0].method, reqs[0].path, streamPath(model))
 	}
 	assertJSON(t, reqs[0].raw, `{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"inferenceConfig":{"maxTokens":4096}}`)
+	if got := reqs[0].header.Get("traceparent"); got != call.Req.TraceParent {
+		t.Errorf("traceparent sent to bedrock = %q, want the request's", got)
+	}
 }
 
 func assertJSON(t *testing.T, got []byte, want string) {

@@ -38,7 +38,9 @@
 //     reasoning_effort low/medium/high/xhigh -> outputConfig.effort.
 //   - cache_control {"type":"ephemeral","ttl"?} on a content part, a
 //     message, a system message or a tool -> a cachePoint block right after
-//     it (bedrock caches the prefix up to each cachePoint).
+//     it (bedrock caches the prefix up to each cachePoint), for the models
+//     that support prompt caching (the table in models.go, overridable per
+//     target); for any other model it is dropped, never a 4xx.
 //   - refused before any call, as invalid_request naming the feature and
 //     the target: n>1, logprobs/top_logprobs, logit_bias, audio (output,
 //     modalities or input parts), file parts, non-zero presence or frequency
@@ -220,14 +222,18 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	model := call.Model()
 	target := a.id + "/" + model
-	req, err := translateRequest(call.Req, model, call.MaxTokens(), target)
+	chat := call.Chat()
+	if msgs, tools := caching(model, call.Step.Options); !msgs || !tools {
+		chat = withoutCacheControl(chat, !msgs, !tools)
+	}
+	req, err := translateRequest(call.Req, chat, model, call.MaxTokens(), target)
 	if err != nil {
 		return nil, err
 	}
 	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
 		malformed := new(atomic.Int64)
-		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput())
+		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput(), traceHeader(call.Req.TraceParent))
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
@@ -242,7 +248,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		s.malformed, s.trace = malformed, &call.Req.Trace
 		return s, nil
 	}
-	out, err := a.api.Converse(ctx, req.converseInput())
+	out, err := a.api.Converse(ctx, req.converseInput(), traceHeader(call.Req.TraceParent))
 	if err != nil {
 		observeError(call, err)
 		return nil, callError(ctx, a.id, err)
@@ -253,6 +259,16 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, err
 	}
 	return provider.Events(u, evs...), nil
+}
+
+// traceHeader forwards the request's trace context: a middleware that adds
+// the traceparent header to the SDK's HTTP request (before it is signed).
+func traceHeader(tp string) func(*bedrockruntime.Options) {
+	return func(o *bedrockruntime.Options) {
+		if tp != "" {
+			o.APIOptions = append(o.APIOptions, smithyhttp.SetHeaderValue("traceparent", tp))
+		}
+	}
 }
 
 // responseID is bedrock's request id, or a random id (24 hex digits).

@@ -99,7 +99,12 @@ func TestMessagesSDKOverBedrock(t *testing.T) {
 		anthropic.NewToolUseBlock("tooluse_B2", map[string]any{"tz": "CET"}, "get_time"))
 	params.Messages = append(msgs, assistant, anthropic.NewUserMessage(anthropic.NewToolResultBlock("tooluse_A1", "18C", false),
 		anthropic.NewToolResultBlock("tooluse_B2", "14:00", false)))
-	second, err := readMessage(t, client.Messages.NewStreaming(context.Background(), params))
+	// A second gateway (a second Bedrock SDK client): under -race the tests
+	// keep one ConverseStream per SDK client (smithy-go shares one
+	// event-stream codec between a client's stream readers; see
+	// pkg/resilience oneBedrockStream).
+	client2 := messagesGateway(t, f)
+	second, err := readMessage(t, client2.Messages.NewStreaming(context.Background(), params))
 	if err != nil || second.Content[0].Text != "It is 18C." || second.StopReason != "end_turn" {
 		t.Fatalf("second turn = %s, %v", second.RawJSON(), err)
 	}

@@ -72,14 +72,14 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
 }
 
-// translateRequest turns a request's canonical form (rq.Chat) into a
+// translateRequest turns a request's canonical form req (provider.Call.Chat:
+// rq.Chat with the target's variant) into a
 // Converse request for model. maxTokens is the output limit when the
 // client gives none: the target's default lowered to the admitted cap
 // (provider.Call.MaxTokens). target ("provider/model") names the target in
 // errors. Every feature Converse cannot honour is refused here, before any
 // call.
-func translateRequest(rq *exchange.Request, model string, maxTokens int, target string) (*request, error) {
-	req := rq.Chat
+func translateRequest(rq *exchange.Request, req *openaiwire.ChatRequest, model string, maxTokens int, target string) (*request, error) {
 	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
 		return nil, err
 	}

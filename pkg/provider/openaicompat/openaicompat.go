@@ -70,10 +70,11 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 }
 
 // Send implements provider.Provider. A Chat Completions request passes
-// through byte for byte (only the model, stream usage and the output cap are
-// rewritten), and so does a Responses API request to a provider that speaks
-// it (see responses.go); a request that arrived on another API is encoded
-// from its canonical form, and the answer translated back into events.
+// through byte for byte (only the model, stream usage, the output cap and
+// the target's prompt variant are rewritten), and so does a Responses API
+// request to a provider that speaks it (see responses.go); a request that
+// arrived on another API is encoded from its canonical form (with the
+// target's prompt variant), and the answer translated back into events.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
 	if a.responses && rq.API == exchange.Responses {
@@ -82,14 +83,18 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	stream := rq.Stream
 	pass := provider.Passthrough(rq, exchange.Chat)
 	src := rq.Body
-	if !pass {
+	var variant *openaiwire.Variant
+	if pass {
+		variant = call.Variant() // byte-level edits of the client's body
+	} else {
 		var err error
-		if src, err = json.Marshal(a.chatForm(rq.Chat)); err != nil {
+		if src, err = json.Marshal(a.chatForm(call.Chat())); err != nil {
 			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
 		}
 	}
 	body, err := openaiwire.Rewrite(make([]byte, 0, len(src)+96), src,
-		openaiwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: rq.OutputCap, MaxTokensField: a.maxTokensField})
+		openaiwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: call.OutputLimit(), MaxTokensField: a.maxTokensField,
+			Variant: variant})
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,9 @@ import (
 
 // Responses API passthrough, for a provider configured with
 // apis: [responses, ...] serving a client of the Responses API: the
-// client's body goes to {base_url}/responses with only the model (and the
-// admitted output cap, as max_output_tokens) rewritten byte for byte, and
+// client's body goes to {base_url}/responses with only the model, the
+// admitted output cap (as max_output_tokens) and the target's prompt
+// variant (instructions, temperature, top_p) rewritten byte for byte, and
 // the upstream's events come back as Raw events, untouched:
 //
 //	output_text / refusal / function_call_arguments / reasoning / custom tool input deltas,
@@ -32,11 +33,23 @@ import (
 //
 // A non-streaming call yields one Raw event holding the whole body.
 
+// responsesVariant is how a target's prompt variant edits a Responses
+// body: instructions (a string, or input items: a developer message is
+// added first or last), temperature, top_p and max_output_tokens.
+var responsesVariant = openaiwire.MemberVariant{Prompt: "instructions", MaxTokens: "max_output_tokens",
+	Block: func(text string) []byte {
+		return append(append([]byte(`{"type":"message","role":"developer","content":`), openaiwire.AppendJSONString(nil, text)...), '}')
+	}}
+
 // sendResponses makes one Responses API passthrough attempt.
 func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(rq.Body)+64), rq.Body,
-		openaiwire.RewriteOptions{Model: call.Model(), MaxTokens: rq.OutputCap, MaxTokensField: "max_output_tokens"})
+	src, err := openaiwire.ApplyVariantMembers(rq.Body, call.Variant(), responsesVariant)
+	if err != nil {
+		return nil, err
+	}
+	body, err := openaiwire.Rewrite(make([]byte, 0, len(src)+64), src,
+		openaiwire.RewriteOptions{Model: call.Model(), MaxTokens: call.OutputLimit(), MaxTokensField: "max_output_tokens"})
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +106,7 @@ func (a *Adapter) post(ctx context.Context, call *provider.Call, endpoint string
 	for k, v := range a.headers {
 		req.Header.Set(k, v)
 	}
+	provider.SetTraceHeader(req.Header, call.Req)
 	provider.SetKeyHeader(req.Header, a.authHeader, call.Key)
 	resp, err := a.client.Do(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/anthropic"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
+	"github.com/llmgw/llmgw/pkg/provider/gemini"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 	"github.com/llmgw/llmgw/pkg/provider/rechunk"
 )
@@ -33,6 +34,9 @@ var Factories = map[string]Factory{
 	},
 	"anthropic": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		return anthropic.New(id, p, HTTPClient(p))
+	},
+	"gemini": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
+		return gemini.New(id, p, HTTPClient(p))
 	},
 	"fake": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 		fp := *p

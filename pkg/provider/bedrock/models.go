@@ -1,0 +1,106 @@
+package bedrock
+
+import (
+	"strings"
+
+	"github.com/llmgw/llmgw/pkg/modelid"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
+)
+
+// Models: what the adapter knows about the model behind a target. A
+// target's model may be a base model id, a cross-region inference profile
+// id (us., eu., apac., global., ...) or an ARN; it is sent to Bedrock as
+// it is, and looked up here as its base model (pkg/modelid: the profile
+// prefix stripped, the model id read from the ARN, or the target's
+// base_model option for an ARN that does not name its model).
+
+// promptCaching is the table of base models that take cachePoint blocks
+// (Bedrock's prompt caching), by model id prefix, and whether a cache
+// point may also follow the tool definitions (Amazon Nova caches the
+// system prompt and messages only). A cache_control on a request to any
+// other model is dropped, never sent: Bedrock answers a cachePoint the
+// model does not support with a ValidationException. A target's
+// prompt_caching option ("on" or "off") overrides the table.
+var promptCaching = []struct {
+	prefix string
+	tools  bool
+}{
+	{"anthropic.claude-3-7-sonnet", true},
+	{"anthropic.claude-3-5-haiku", true},
+	{"anthropic.claude-sonnet-4", true}, // Sonnet 4, 4.5 and later 4.x
+	{"anthropic.claude-opus-4", true},   // Opus 4, 4.1, 4.5 and later 4.x
+	{"anthropic.claude-haiku-4", true},  // Haiku 4.5
+	{"amazon.nova-micro", false},
+	{"amazon.nova-lite", false},
+	{"amazon.nova-pro", false},
+	{"amazon.nova-premier", false},
+}
+
+// caching reports where a target's requests may carry cache points: after
+// messages and system blocks, and after tools.
+func caching(model string, opts map[string]string) (messages, tools bool) {
+	switch opts["prompt_caching"] {
+	case "on":
+		return true, true
+	case "off":
+		return false, false
+	}
+	base := opts["base_model"]
+	if base == "" {
+		base = modelid.Base(model)
+	}
+	for _, m := range promptCaching {
+		if base != "" && strings.HasPrefix(base, m.prefix) {
+			return true, m.tools
+		}
+	}
+	return false, false
+}
+
+// withoutCacheControl returns r without the cache_control marks the model
+// cannot take (on messages and their parts, on tools), as a copy; r itself
+// when there are none to drop.
+func withoutCacheControl(r *openaiwire.ChatRequest, messages, tools bool) *openaiwire.ChatRequest {
+	c := *r
+	changed := false
+	if messages {
+		for i, m := range r.Messages {
+			marked := m.CacheCtl != nil
+			for _, p := range m.Content.Parts {
+				marked = marked || p.CacheCtl != nil
+			}
+			if !marked {
+				continue
+			}
+			if !changed {
+				c.Messages = append([]openaiwire.Message(nil), r.Messages...)
+				changed = true
+			}
+			m.CacheCtl = nil
+			if m.Content.IsParts {
+				m.Content.Parts = append([]openaiwire.ContentPart(nil), m.Content.Parts...)
+				for j := range m.Content.Parts {
+					m.Content.Parts[j].CacheCtl = nil
+				}
+			}
+			c.Messages[i] = m
+		}
+	}
+	if tools {
+		copied := false
+		for i, t := range r.Tools {
+			if t.CacheCtl == nil {
+				continue
+			}
+			if !copied {
+				c.Tools = append([]openaiwire.Tool(nil), r.Tools...)
+				copied, changed = true, true
+			}
+			c.Tools[i].CacheCtl = nil
+		}
+	}
+	if !changed {
+		return r
+	}
+	return &c
+}

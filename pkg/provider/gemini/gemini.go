@@ -1,0 +1,155 @@
+// Package gemini is the adapter for Google's native Gemini API (provider
+// kind "gemini"). It translates the request's canonical form (the OpenAI
+// chat shape, exchange.Request.Chat) into a generateContent request (see
+// request.go for what is translated, rejected and ignored), sends it to
+// {base_url}/models/{model}:generateContent, or
+// :streamGenerateContent?alt=sse for a stream, with the key in the
+// x-goog-api-key header, and translates the answer, streamed (stream.go)
+// or whole (response.go), into canonical events (exchange.Event) that the
+// client's ingress encodes. Errors are classified in errors.go.
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// DefaultBaseURL is the Gemini API root used when base_url is empty.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+
+// maxBody caps a non-streaming response body; maxErrBody an error body.
+const (
+	maxBody    = 64 << 20
+	maxErrBody = 64 << 10
+)
+
+// timeNow is the clock for the Start event's Created and Retry-After dates.
+var timeNow = time.Now
+
+// Adapter sends requests to one Gemini provider.
+type Adapter struct {
+	id         string
+	base       *url.URL
+	authHeader string
+	headers    map[string]string
+	client     *http.Client
+}
+
+var _ provider.Provider = (*Adapter)(nil)
+
+// New returns the adapter for provider id. base_url is the API root with
+// its version (default DefaultBaseURL); a query string is kept on every
+// call. The key goes in x-goog-api-key unless auth_header says otherwise
+// ("authorization" sends it as a Bearer token). client must have no total
+// Timeout.
+func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
+	base := p.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	auth := strings.ToLower(p.AuthHeader)
+	if auth == "" {
+		auth = "x-goog-api-key"
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &Adapter{id: id, base: u, authHeader: auth, headers: p.Headers, client: client}, nil
+}
+
+// endpoint is the method URL for a model: models/{model}:generateContent,
+// or :streamGenerateContent with alt=sse.
+func (a *Adapter) endpoint(model string, stream bool) string {
+	u := *a.base
+	method := ":generateContent"
+	if stream {
+		method = ":streamGenerateContent"
+		q := u.Query()
+		q.Set("alt", "sse")
+		u.RawQuery = q.Encode()
+	}
+	u.Path += "/models/" + strings.TrimPrefix(model, "models/") + method
+	return u.String()
+}
+
+// Send implements provider.Provider. Requests Gemini cannot honour are
+// rejected with invalid_request before any network call.
+func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	tr := translator{target: a.id + "/" + call.Model(), model: call.Model()}
+	greq, err := tr.translateRequest(call.Req, call.Chat(), call.OutputLimit())
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(greq)
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for target " + tr.target, Provider: a.id, Cause: err}
+	}
+	stream := call.Req.Stream
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(call.Model(), stream), bytes.NewReader(body))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "llmgw")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		h.Set("Accept-Encoding", "identity")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	for k, v := range a.headers {
+		h.Set(k, v)
+	}
+	provider.SetTraceHeader(h, call.Req)
+	provider.SetKeyHeader(h, a.authHeader, call.Key)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if call.OnResponse != nil {
+		call.OnResponse(resp.StatusCode, resp.Header)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+		return nil, statusError(a.id, resp, raw, call.Key.Secret)
+	}
+	created := timeNow().Unix()
+	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return newSSEStream(a.id, resp.Body, len(body), created, &call.Req.Trace), nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, provider.TransportError(ctx, a.id, err)
+	}
+	if stream {
+		var b errorBody
+		if json.Unmarshal(data, &b) == nil && (b.Error.Code != 0 || b.Error.Status != "") {
+			return nil, classify(a.id, 0, b.Error, resp.Header, call.Key.Secret)
+		}
+		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
+	}
+	evs, u, err := translateResponse(a.id, data, len(body), created)
+	if err != nil {
+		return nil, err
+	}
+	return provider.Events(u, evs...), nil
+}
