@@ -46,7 +46,7 @@ func readWalkthrough(path string) ([]block, error) {
 	for i := 0; i < len(lines); i++ {
 		m := marker.FindStringSubmatch(strings.TrimSpace(lines[i]))
 		if m == nil {
-			if strings.Contains(lines[i], "<!-- walkthrough") {
+			if strings.HasPrefix(strings.TrimSpace(lines[i]), "<!-- walkthrough") {
 				return nil, fmt.Errorf("README.md:%d: unknown marker %q", i+1, lines[i])
 			}
 			continue
