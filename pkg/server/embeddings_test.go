@@ -157,6 +157,7 @@ providers:
   up: {kind: openai, base_url: %q, apis: [embeddings]}
   br: {kind: bedrock, region: us-east-1, endpoint: %q}
   anth: {kind: anthropic, base_url: "http://127.0.0.1:1"}
+  gem: {kind: gemini, base_url: "http://127.0.0.1:1"}
 prices:
   br/amazon.titan-embed-text-v2:0: {input: 0.02, output: 0}
 routes:
@@ -169,6 +170,7 @@ routes:
     targets:
       - {provider: down, model: e}
       - {provider: anth, model: claude}
+      - {provider: gem, model: gemini-embedding-001}
       - {provider: br, model: "amazon.titan-embed-text-v2:0"}
   cohere:
     targets:
@@ -209,8 +211,20 @@ routes:
 	for _, r := range recs {
 		byRoute[r.Route] = r
 	}
-	if r := byRoute["titan"]; r.Provider != "br" || r.InputTokens != 11 || r.OutputTokens != 0 || r.FallbackDepth != 2 || r.CostUSD <= 0 {
+	if r := byRoute["titan"]; r.Provider != "br" || r.InputTokens != 11 || r.OutputTokens != 0 || r.FallbackDepth != 3 || r.CostUSD <= 0 {
 		t.Errorf("titan record %+v", r)
+	}
+	refused := 0
+	for _, a := range byRoute["titan"].Attempts {
+		if p, _, _ := strings.Cut(a.Target, "/"); p == "anth" || p == "gem" {
+			refused++
+			if a.Status != 0 || a.Category != "invalid_request" {
+				t.Errorf("%s: %+v, want refused before any call (the embeddings API is unsupported)", a.Target, a)
+			}
+		}
+	}
+	if refused != 2 {
+		t.Errorf("attempts %+v: want anthropic and gemini refused", byRoute["titan"].Attempts)
 	}
 
 	// Token arrays reach passthrough targets only: Bedrock refuses them.
