@@ -25,12 +25,14 @@ import (
 //	amazon.titan-embed-*    one call per input: {"inputText", "dimensions"?}
 //	                        -> {"embedding", "inputTextTokenCount"}; dimensions
 //	                        is refused on titan-embed-text-v1 (fixed size)
-//	cohere.embed-*          one call per 96 inputs: {"texts", "input_type"}
+//	cohere.embed-*-v3       one call per 96 inputs: {"texts", "input_type"}
 //	                        (input_type: the target's input_type option,
 //	                        default search_document) -> {"embeddings"};
 //	                        input tokens from Bedrock's
 //	                        X-Amzn-Bedrock-Input-Token-Count header, else
 //	                        estimated; dimensions other than 1024 is refused
+//	                        (Cohere Embed v4 answers in another shape: refused
+//	                        as any other model)
 //
 // The vectors come back as one Raw event (RawAPI Embeddings, Flags Whole)
 // holding the OpenAI list body (openaiwire.EmbeddingsBody); base64 is
@@ -73,13 +75,13 @@ func (a *Adapter) sendEmbeddings(ctx context.Context, call *provider.Call) (prov
 			return nil, provider.Unsupported(target, "dimensions", "dimensions")
 		}
 		vectors, tokens, err = a.titan(ctx, call, inv, model, er)
-	case strings.HasPrefix(base, "cohere.embed"):
-		if er.Dimensions > 0 && er.Dimensions != 1024 && strings.Contains(base, "-v3") {
+	case strings.HasPrefix(base, "cohere.embed-") && strings.Contains(base, "-v3"):
+		if er.Dimensions > 0 && er.Dimensions != 1024 {
 			return nil, provider.Unsupported(target, "dimensions", "dimensions other than 1024")
 		}
 		vectors, tokens, err = a.cohere(ctx, call, inv, model, er)
 	default:
-		return nil, provider.Unsupported(target, "model", "the embeddings API (model "+model+" is not a Titan or Cohere embedding model)")
+		return nil, provider.Unsupported(target, "model", "the embeddings API (model "+model+" is not a Titan or Cohere v3 embedding model)")
 	}
 	if err != nil {
 		return nil, err
