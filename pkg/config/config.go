@@ -89,7 +89,9 @@ type Provider struct {
 	// APIs lists the client APIs an openai-kind upstream speaks natively,
 	// so requests on them pass through byte for byte: "chat" (the
 	// default), "responses", "embeddings". A request on any other API is
-	// translated to chat.
+	// translated to chat, except embeddings: a provider that does not list
+	// "embeddings" refuses them (embeddings are opt-in, never translated
+	// to chat).
 	APIs []string `json:"apis,omitempty"`
 }
 
