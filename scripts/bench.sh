@@ -15,7 +15,8 @@
 #
 # Usage: scripts/bench.sh              full run -> docs/bench/results.md, docs/bench/raw/
 #        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
-#                                      writes to $BENCH_OUT (default: a temp dir)
+#                                      writes to $BENCH_OUT (default: this run's temp
+#                                      dir, removed at the end)
 # Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"
 # (a note printed in the report, e.g. "machine shared"), BENCH_STAGES="latency
 # store ..." (run only these stages; default all: latency saturate stream memory
@@ -25,9 +26,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
+# WORK is this run's own directory (binaries, logs, pids), removed on exit.
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT # replaced by cleanup below, once processes start
+
 SMOKE=${SMOKE:-}
 if [ -n "$SMOKE" ]; then
-	OUT=${BENCH_OUT:-${TMPDIR:-/tmp}/llmgw-bench-smoke}
+	# Smoke figures are not kept unless asked for (BENCH_OUT).
+	OUT=${BENCH_OUT:-$WORK/out}
 	COMMAND="SMOKE=1 scripts/bench.sh"
 else
 	OUT=${BENCH_OUT:-docs/bench}
@@ -40,7 +46,6 @@ mkdir -p "$RAW"
 RAW=$(cd "$RAW" && pwd)
 OUT=$(cd "$OUT" && pwd)
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-bench.XXXXXX")
 BIN=$WORK/bin
 PIDFILE=$WORK/pids
 : >"$PIDFILE"
@@ -500,7 +505,11 @@ done
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_end.txt"
 
 "$BIN/report" -raw "$RAW" -out "$OUT/results.md" -command "$COMMAND" -go "$(go version | cut -d' ' -f3-)" ${SMOKE:+-smoke}
-echo "results: $OUT/results.md (raw outputs in $RAW)"
+if [ -n "$SMOKE" ] && [ -z "${BENCH_OUT:-}" ]; then
+	echo "results: smoke run, not kept (set BENCH_OUT=DIR to keep them)"
+else
+	echo "results: $OUT/results.md (raw outputs in $RAW)"
+fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "FAILED stages: ${FAILED[*]}" >&2
 	exit 1

@@ -31,6 +31,7 @@ phase() {
   printf '== [%2dm%02ds] %s\n' $((s / 60)) $((s % 60)) "$*"
 }
 
+# This run's own scratch directory (logs): concurrent runs never share a path.
 LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-test.XXXXXX")
 CDK_PID=
 cleanup() {
@@ -38,6 +39,7 @@ cleanup() {
   if [ -n "$CDK_PID" ] && kill -0 "$CDK_PID" 2>/dev/null; then
     kill -TERM -- "-$CDK_PID" 2>/dev/null || true
   fi
+  rm -rf "$LOGDIR"
 }
 trap cleanup EXIT
 
@@ -94,4 +96,3 @@ if [ "${SHORT:-}" = "" ]; then
 fi
 
 phase "all tests passed"
-rm -rf "$LOGDIR"

@@ -28,7 +28,6 @@ const (
 	CtxRollupMemorySize           = "rollupMemorySize"
 	CtxRollupTimeout              = "rollupTimeout"
 	CtxFunctionURLAuthType        = "functionUrlAuthType"
-	CtxCORSAllowedOrigins         = "corsAllowedOrigins"
 	CtxLogRetentionDays           = "logRetentionDays"
 	CtxConfigRefresh              = "configRefresh"
 	CtxSeedConfigFile             = "seedConfigFile"
@@ -44,6 +43,11 @@ const (
 // TableKMSCreate, as the tableKmsKey context value, makes the stack create
 // a customer-managed KMS key (rotated yearly) for the table.
 const TableKMSCreate = "create"
+
+// CtxCORSAllowedOrigins is refused when it lists origins: CORS is
+// server.cors in the seed config, which configures both the gateway and its
+// Function URL.
+const CtxCORSAllowedOrigins = "corsAllowedOrigins"
 
 // Removal policies accepted by the removalPolicy context key.
 const (
@@ -87,8 +91,6 @@ type Settings struct {
 	// FunctionURLAuthType is AuthNone (the gateway checks team keys) or
 	// AuthAWSIAM (callers must SigV4-sign requests).
 	FunctionURLAuthType string
-	// CORSAllowedOrigins enables CORS on the Function URL when not empty.
-	CORSAllowedOrigins []string
 	// LogRetentionDays is the retention of both functions' log groups.
 	LogRetentionDays int
 	// ConfigRefresh is passed to the gateway as deployment.EnvConfigRefresh.
@@ -179,7 +181,11 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	c.duration(CtxRollupTimeout, &s.RollupTimeout)
 	c.str(CtxFunctionURLAuthType, &s.FunctionURLAuthType)
 	s.FunctionURLAuthType = strings.ToUpper(s.FunctionURLAuthType)
-	c.list(CtxCORSAllowedOrigins, &s.CORSAllowedOrigins)
+	var origins []string
+	if c.list(CtxCORSAllowedOrigins, &origins); len(origins) > 0 {
+		c.errs = append(c.errs, CtxCORSAllowedOrigins+": no longer a context setting: set server.cors.allow_origins in the seed config ("+
+			CtxSeedConfigFile+"), which configures both the gateway and its Function URL")
+	}
 	c.integer(CtxLogRetentionDays, &s.LogRetentionDays)
 	c.str(CtxConfigRefresh, &s.ConfigRefresh)
 	c.list(CtxBedrockRegions, &s.BedrockRegions)

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
@@ -71,6 +72,7 @@ type Gateway struct {
 	gatewayRole, rollupRole awsiam.Role
 	configChunks            []ConfigChunk
 	bedrockRegions          []string
+	cors                    config.CORS
 }
 
 // New defines the gateway stack in scope. It validates s (filling in
@@ -94,6 +96,12 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The Function URL's CORS comes from the seeded config's server.cors,
+	// read as the gateway reads it: one setting for both.
+	cors, err := config.ParseCORS([]byte(rendered))
+	if err != nil {
+		return nil, fmt.Errorf("seed config: %w", err)
+	}
 
 	var env *awscdk.Environment
 	if s.Account != "" || s.Region != "" {
@@ -115,6 +123,7 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		Stack:        stack,
 		Settings:     s,
 		configChunks: chunks,
+		cors:         cors,
 	}
 	// The stack region is always granted (a token when the stack is
 	// environment-agnostic), plus the seed config's and context's regions.
@@ -242,16 +251,7 @@ func (g *Gateway) addGateway() {
 	if s.FunctionURLAuthType == AuthAWSIAM {
 		opts.AuthType = awslambda.FunctionUrlAuthType_AWS_IAM
 	}
-	if len(s.CORSAllowedOrigins) > 0 {
-		opts.Cors = &awslambda.FunctionUrlCorsOptions{
-			AllowedOrigins: jsii.Strings(s.CORSAllowedOrigins...),
-			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET, awslambda.HttpMethod_POST},
-			// The OpenAI and Anthropic browser SDKs send several x-stainless-*
-			// headers besides authorization and content-type.
-			AllowedHeaders: jsii.Strings("*"),
-			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),
-		}
-	}
+	opts.Cors = g.functionURLCORS()
 	g.URL = g.GatewayFn.AddFunctionUrl(opts)
 
 	g.grantTable(role, gatewayTableActions)
@@ -340,4 +340,28 @@ func (g *Gateway) addOutputs() {
 	out("RollupLogGroup", *g.RollupLogs.LogGroupName(), "Rollup logs")
 	out("UsageQueueUrl", *g.UsageQueue.QueueUrl(), "SQS queue of usage records the table did not take ("+deployment.EnvUsageQueue+"); the rollup drains it")
 	out("DashboardName", *g.Dashboard.DashboardName(), "CloudWatch dashboard")
+}
+
+// functionURLCORS is the Function URL's CORS setting: the seeded config's
+// server.cors (nil when it allows no origin), with the methods and exposed
+// headers of the deployment contract. The Function URL answers preflights
+// itself and adds the headers to responses; the function adds none
+// (app.BuildOptions.ExternalCORS). Allowed headers are listed, never "*":
+// a wildcard does not cover Authorization.
+func (g *Gateway) functionURLCORS() *awslambda.FunctionUrlCorsOptions {
+	c := g.cors
+	if !c.Enabled() {
+		return nil
+	}
+	var methods []awslambda.HttpMethod
+	for _, m := range deployment.CORSMethods() {
+		methods = append(methods, awslambda.HttpMethod(m))
+	}
+	return &awslambda.FunctionUrlCorsOptions{
+		AllowedOrigins: jsii.Strings(c.AllowOrigins...),
+		AllowedMethods: &methods,
+		AllowedHeaders: jsii.Strings(c.AllowHeaders...),
+		ExposedHeaders: jsii.Strings(deployment.CORSExposeHeaders()...),
+		MaxAge:         awscdk.Duration_Seconds(jsii.Number(c.MaxAge.D().Seconds())),
+	}
 }

@@ -58,9 +58,28 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 	}
+	// The prod fixture deploys a seed config with server.cors.
+	seed, err := os.ReadFile("../seed-config.yaml")
+	if err == nil {
+		corsSeed := filepath.Join(tmp, "seed-cors.yaml")
+		err = os.WriteFile(corsSeed, append(seed, []byte(prodCORS)...), 0o644)
+		fixtureContexts["prod"][CtxSeedConfigFile] = corsSeed
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	defer jsii.Close()
 	return m.Run()
 }
+
+// prodCORS is appended to the seed config of the prod fixture.
+const prodCORS = `server:
+  cors:
+    allow_origins: [https://a.example.com, https://b.example.com]
+    allow_headers: [authorization, content-type]
+    max_age: 5m
+`
 
 // cdkJSONContext returns the "context" of the repository's cdk.json, so the
 // tests synthesize with the same feature flags and defaults as `cdk deploy`.
@@ -101,7 +120,6 @@ var fixtureContexts = map[string]map[string]interface{}{
 		"gatewayReservedConcurrency": "50",
 		"removalPolicy":              "destroy",
 		"alarmTopicArn":              "arn:aws:sns:eu-west-1:123456789012:ops-alerts",
-		"corsAllowedOrigins":         "https://a.example.com, https://b.example.com",
 		"logRetentionDays":           "90",
 		"gatewayMemorySize":          "2048",
 		"gatewayTimeout":             "300",
@@ -752,9 +770,6 @@ func TestContextOverrides(t *testing.T) {
 	f.props(t, "AWS::Lambda::Url", map[string]interface{}{
 		"AuthType":   "AWS_IAM",
 		"InvokeMode": "RESPONSE_STREAM",
-		"Cors": assertions.Match_ObjectLike(&map[string]interface{}{
-			"AllowOrigins": []interface{}{"https://a.example.com", "https://b.example.com"},
-		}),
 	})
 	// With AWS_IAM there is no public invoke permission.
 	f.propsCount(t, "AWS::Lambda::Permission", map[string]interface{}{
@@ -942,6 +957,7 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		{"nag": "maybe"},
 		{"tableKmsKey": "alias/mine"},
 		{"seedConfigFile": "/nonexistent/seed.yaml"},
+		{"corsAllowedOrigins": "https://x.example.com"}, // server.cors in the seed config now
 	} {
 		ctx := tc
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
@@ -950,12 +966,12 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		}
 	}
 	// JSON numbers (cdk.json) and strings (-c) are both accepted.
-	ctx := map[string]interface{}{"gatewayReservedConcurrency": 0, "gatewayTimeout": "90s", "corsAllowedOrigins": []interface{}{"https://x.example.com"}}
+	ctx := map[string]interface{}{"gatewayReservedConcurrency": 0, "gatewayTimeout": "90s", "corsAllowedOrigins": []interface{}{}}
 	s, err := FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}).Node(), []byte("teams: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.GatewayReservedConcurrency == nil || *s.GatewayReservedConcurrency != 0 || s.GatewayTimeout.Seconds() != 90 || len(s.CORSAllowedOrigins) != 1 {
+	if s.GatewayReservedConcurrency == nil || *s.GatewayReservedConcurrency != 0 || s.GatewayTimeout.Seconds() != 90 {
 		t.Errorf("parsed %+v", s)
 	}
 }

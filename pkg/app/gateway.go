@@ -62,6 +62,10 @@ type BuildOptions struct {
 	// file next to the state; Lambda: the SQS queue). Nil: none, such
 	// records are logged as lost.
 	Spill usage.Spill
+	// ExternalCORS leaves CORS to the platform (Lambda: the Function URL,
+	// configured by the stack from the seeded server.cors); see
+	// server.Options.ExternalCORS.
+	ExternalCORS bool
 }
 
 // Build assembles the gateway over st.
@@ -113,6 +117,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		Cost:         usage.Cost,
+		ExternalCORS: o.ExternalCORS,
 		Pacing:       pacing.Pacer{},
 		Cache:        cache.New(st, cache.Options{Logger: log}),
 		Moderation:   &moderation.Moderator{Logger: log},

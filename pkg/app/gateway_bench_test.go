@@ -64,7 +64,9 @@ routes:
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		w := httptest.NewRecorder()
-		g.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		g.Handler.ServeHTTP(w, req)
 		if w.Code != 200 {
 			b.Fatalf("status %d: %s", w.Code, w.Body)
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
+	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/usage/sqsspill"
 )
 
@@ -87,14 +88,16 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 // keyRetryPeriods refresh periods while the rest serves.
 func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
-	bo := BuildOptions{Logger: log, Metrics: emf}
-	so := StoreOptions{Kind: "dynamodb", Table: env.Table}
+	// The Function URL answers CORS preflights and adds the CORS headers.
+	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true}
+	var st store.Store
+	var err error
 	if env.Table == "" {
+		// In memory, not a file at a fixed path: two local runs of the
+		// bootstrap (lambdainvoke, tests) must not share or lock one file.
 		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
-		so = StoreOptions{Kind: "embedded", StatePath: filepath.Join(os.TempDir(), "llmgw-state.db")}
-	}
-	st, _, err := OpenStore(ctx, so)
-	if err != nil {
+		st = embedded.OpenMemory()
+	} else if st, _, err = OpenStore(ctx, StoreOptions{Kind: "dynamodb", Table: env.Table}); err != nil {
 		return nil, err
 	}
 	var awsCfg aws.Config

@@ -51,6 +51,9 @@ type Server struct {
 	// (the client reads nothing) before the client is dropped: its upstream
 	// is cancelled and its usage recorded (default 30s).
 	ClientIdleTimeout Duration `json:"client_idle_timeout,omitempty"`
+	// CORS lets pages on the listed web origins call the gateway from a
+	// browser (off by default).
+	CORS CORS `json:"cors,omitempty"`
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
@@ -86,7 +89,9 @@ type Provider struct {
 	// APIs lists the client APIs an openai-kind upstream speaks natively,
 	// so requests on them pass through byte for byte: "chat" (the
 	// default), "responses", "embeddings". A request on any other API is
-	// translated to chat.
+	// translated to chat, except embeddings: a provider that does not list
+	// "embeddings" refuses them (embeddings are opt-in, never translated
+	// to chat).
 	APIs []string `json:"apis,omitempty"`
 }
 

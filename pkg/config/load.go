@@ -328,6 +328,9 @@ func (c *Config) prepare() error {
 	if c.Server.MaxBodyBytes < 0 {
 		return errAt(pathOf("server", "max_body_bytes"), "must be positive, got %d", c.Server.MaxBodyBytes)
 	}
+	if err := c.Server.CORS.prepare(); err != nil {
+		return err
+	}
 	c.Defaults = c.Defaults.merge(BuiltinPolicy())
 	if err := c.Defaults.validate(pathOf("defaults")); err != nil {
 		return err

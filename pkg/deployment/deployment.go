@@ -133,3 +133,21 @@ const (
 	// MetricRollupFailures counts failed rollups.
 	MetricRollupFailures = "RollupFailures"
 )
+
+// CORSMethods returns the methods a page may use on the gateway: the
+// Access-Control-Allow-Methods of the gateway's preflight answers (local
+// mode) and the Function URL's AllowMethods (the stack). server.cors in the
+// config says which origins and headers.
+func CORSMethods() []string { return []string{"GET", "HEAD", "POST"} }
+
+// CORSExposeHeaders returns the response headers a page may read besides
+// the CORS-safelisted ones: the gateway's request id and trace headers,
+// and the retry hints the SDKs act on. They are the
+// Access-Control-Expose-Headers of the gateway's responses (local mode)
+// and the Function URL's ExposeHeaders (the stack).
+func CORSExposeHeaders() []string {
+	return []string{
+		"x-request-id", "x-gateway-provider", "x-gateway-attempts", "x-gateway-fallback-depth",
+		"x-gateway-error-category", "x-gateway-tag", "x-should-retry", "retry-after",
+	}
+}

@@ -78,6 +78,9 @@ type Request struct {
 	// translating adapter reads. An ingress of another API decodes into it
 	// (and keeps Body for same-API passthrough).
 	Chat *openaiwire.ChatRequest
+	// Embed is an embeddings request in canonical form (API Embeddings;
+	// Chat is then nil).
+	Embed *EmbedRequest
 	// Body is the request body exactly as the client sent it. An upstream
 	// that speaks API receives it with only the model (and the output cap)
 	// rewritten.

@@ -73,13 +73,20 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeBodyTooLarge marks a body over server.max_body_bytes.
 	CodeBodyTooLarge = "body_too_large"
+	// CodeUnsupportedMediaType marks a body whose Content-Type is not JSON
+	// (415).
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // Status is the HTTP status of an error in the OpenAI-style APIs: the
-// category's, except 405 for CodeMethodNotAllowed.
+// category's, except 405 for CodeMethodNotAllowed and 415 for
+// CodeUnsupportedMediaType.
 func Status(e *gwerr.Error) int {
-	if e.Code == CodeMethodNotAllowed {
+	switch e.Code {
+	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
 	}
 	return e.Category.Status()
 }

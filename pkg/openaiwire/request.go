@@ -371,6 +371,17 @@ func (r *ChatRequest) validate(lim Limits) error {
 		case t.Type == "function" && t.Function.Name == "":
 			return bad(fmt.Sprintf("tools[%d].function.name", i), "tools[%d].function.name is required", i)
 		}
+		if t.Type != "function" {
+			continue // other tool types pass through; only function names have the providers' rule
+		}
+		if err := checkFunctionName(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name); err != nil {
+			return err
+		}
+	}
+	if r.ToolChoice != nil && r.ToolChoice.Mode == "function" {
+		if err := checkFunctionName("tool_choice.function.name", r.ToolChoice.Function); err != nil {
+			return err
+		}
 	}
 	if r.ToolChoice != nil && r.ToolChoice.Mode == "function" && !r.hasTool(r.ToolChoice.Function) {
 		return bad("tool_choice", "tool_choice names function %q, which is not in tools", r.ToolChoice.Function)

@@ -44,6 +44,7 @@ func TestSemanticsMatrixIsBackedByTests(t *testing.T) {
 			"tool_result is_error", "streaming tool-call deltas", "extended thinking", "thinking blocks and signatures", "cache_control",
 			"stop_sequences", "metadata.user_id", "top_k and unknown fields", "usage with cache tokens", "stop-reason mapping",
 			"event sequence", "mid-stream error", "failover before the first token", "errors", "count_tokens"},
+		"embeddings": {"text input", "token-array input", "dimensions", "encoding_format base64", "usage accounting", "budgets", "failover"},
 	}
 	var columns []string
 	ingress := ""

@@ -27,6 +27,10 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 	rt := h.current.Load()
 	cfg := rt.cfg
 	req := &exchange.Request{ID: rid, API: in.API(), Start: h.opts.Now(), Caller: exchange.CallerFrom(r.Context())}
+	if gerr := checkContentType(r); gerr != nil {
+		in.WriteError(w, req, gerr)
+		return
+	}
 	body, gerr := readBody(w, r, cfg.Server.MaxBodyBytes)
 	if gerr != nil {
 		in.WriteError(w, req, gerr)

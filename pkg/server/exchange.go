@@ -50,6 +50,10 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 	defer x.finish()
 	cfg := rt.cfg
 
+	if gerr := checkContentType(r); gerr != nil {
+		x.fail(gerr)
+		return
+	}
 	body, gerr := readBody(w, r, cfg.Server.MaxBodyBytes)
 	if gerr != nil {
 		x.fail(gerr)

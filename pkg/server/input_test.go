@@ -27,13 +27,14 @@ func TestBadInputGetsClear4xxAndNoUpstreamCall(t *testing.T) {
 		{"body too large", "POST", "/v1/chat/completions", big, nil, 400, "body_too_large"},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, nil, 404, "model_not_found"},
 		{"wrong method", "GET", "/v1/chat/completions", "", nil, 405, "method_not_allowed"},
-		{"unknown path", "POST", "/v1/embeddings", `{}`, nil, 404, "unknown_url"},
+		{"unknown path", "POST", "/v1/audio/speech", `{}`, nil, 404, "unknown_url"},
 		{"bad accept for stream", "POST", "/v1/chat/completions", streamBody, []string{"Accept", "image/png"}, 400, "not_acceptable"},
 		{"redirect field", "POST", "/v1/chat/completions", `{"model":"m","base_url":"http://127.0.0.2","messages":[{"role":"user","content":"x"}]}`, nil, 400, "invalid_request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, g.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
 			for i := 0; i+1 < len(tc.hdr); i += 2 {
 				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 			}

@@ -130,10 +130,14 @@ func TestMessagesFrontErrorsInAnthropicShape(t *testing.T) {
 		{"POST", "/v1/messages", `{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "request_too_large", "the limit is 4096"},
 		{"GET", "/v1/messages", ``, 405, "invalid_request_error", "method not allowed"},
 		{"POST", "/v1/messages/batches", `{}`, 404, "not_found_error", "unknown path"},
+		{"POST", "/v1/messages", `{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, 415, "invalid_request_error", "Content-Type: application/json"},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, g.URL+c.path, strings.NewReader(c.body))
 		req.Header.Set("anthropic-version", "2023-06-01")
+		if c.status != 415 {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -178,6 +178,7 @@ func TestUnknownPacingProfileIsRefused(t *testing.T) {
 	up := newUpstream(t, okHandler)
 	g := newGateway(t, oneRoute("", up.URL), withPacing)
 	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions?pacing=warp", strings.NewReader(streamBody))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package server is the gateway's HTTP front: the client APIs of
-// pkg/ingress/registry (OpenAI Chat Completions, Anthropic Messages and its
-// count_tokens), GET /v1/models (in OpenAI's shape, or Anthropic's for
-// Anthropic clients), GET /healthz, request ids,
+// pkg/ingress/registry (OpenAI Chat Completions, Responses and embeddings,
+// Anthropic Messages and its count_tokens), GET /v1/models (in OpenAI's
+// shape, or Anthropic's for Anthropic clients), GET /healthz (HEAD wherever
+// GET works), CORS (server.cors), the Content-Type check, request ids,
 // the per-request log line and usage record, and panic recovery. The same
 // http.Handler serves local mode (net/http) and Lambda (lambdaurl).
 package server
@@ -91,6 +92,14 @@ type Options struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// ExternalCORS says CORS is handled in front of the handler (Lambda:
+	// the Function URL answers preflights and adds the Access-Control
+	// headers, configured by the stack from the seeded server.cors). The
+	// handler then adds no CORS headers, since browsers refuse a response
+	// with two Access-Control-Allow-Origin headers, and refuses any
+	// preflight that reaches it. Otherwise the handler applies the config's
+	// server.cors itself (local mode).
+	ExternalCORS bool
 	// Moderation checks requests (and, by policy, answers) before anything
 	// is generated or sent (moderation.Moderator); nil: no moderation,
 	// whatever the config's policies say.
@@ -226,8 +235,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("traceparent", tc.Traceparent())
 	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
-	in, isIngress := h.ingresses[r.URL.Path]
-	counter, isCounter := h.counters[r.URL.Path]
+	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
 	shape := errorShape(r, in, counter)
 	defer func() {
 		if v := recover(); v != nil {
@@ -241,9 +249,28 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	if h.cors(w, r, rid, shape) {
+		return
+	}
+	if r.Method == http.MethodHead && in == nil && counter == nil {
+		hw := &headWriter{ResponseWriter: w}
+		get := r.WithContext(r.Context())
+		get.Method = http.MethodGet
+		h.route(hw, get, rid, tc, shape)
+		hw.finish()
+		return
+	}
+	h.route(w, r, rid, tc, shape)
+}
+
+// route serves a request by its path, answering errors before a client
+// API's pipeline in shape (errorShape). HEAD requests for every path that
+// is not a client API's arrive here as GET, through a headWriter.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc traceid.Context, shape ingress.Ingress) {
+	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, nil, rid, http.MethodGet)
+			methodNotAllowed(w, r, nil, rid, getMethods)
 			return
 		}
 		h.health(w, r)
@@ -255,12 +282,12 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(exchange.WithCaller(r.Context(), caller))
-	if isIngress || isCounter {
+	if in != nil || counter != nil {
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, r, shape, rid, http.MethodPost)
 			return
 		}
-		if isIngress {
+		if in != nil {
 			h.serve(in, w, r, rid, tc)
 		} else {
 			h.count(counter, w, r, rid)
@@ -270,7 +297,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, shape, rid, http.MethodGet)
+			methodNotAllowed(w, r, shape, rid, getMethods)
 			return
 		}
 		h.models(w, r, rid)
@@ -286,6 +313,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
 	}
 }
+
+// getMethods is the Allow header of the paths that answer GET (and HEAD).
+const getMethods = "GET, HEAD"
 
 // errorShape is the client API whose error shape the front uses before a
 // request reaches its pipeline (authentication, methods, unknown paths,

@@ -239,6 +239,7 @@ func BenchmarkServerStreamChunk(b *testing.B) {
 	h := benchHandler(b, up)
 	payload := benchRequestBody(true, 200)
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(payload))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	w := &benchWriter{h: http.Header{}}
 	up.chunks = b.N

@@ -76,9 +76,36 @@ func EstimateInputTokens(req *openaiwire.ChatRequest) int64 {
 	return int64(exchange.EstimateTokens(chars)) + fixed
 }
 
+// EstimateEmbedTokens estimates an embeddings request's input tokens:
+// exchange.EstimateTokens over every input text, or the token ids' count
+// when the client sent token arrays.
+func EstimateEmbedTokens(er *exchange.EmbedRequest) int64 {
+	if er == nil {
+		return 0
+	}
+	var n int64
+	for _, t := range er.Tokens {
+		n += int64(len(t))
+	}
+	for _, s := range er.Inputs {
+		n += int64(exchange.EstimateTokens(len(s)))
+	}
+	return n
+}
+
 // estimate computes the reservation of a request; ceiling is the tightest
-// max_output_tokens of its scopes (0: none).
+// max_output_tokens of its scopes (0: none). An embeddings request
+// reserves its input only: it generates no output tokens.
 func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
+	if a.Embed != nil {
+		e := Estimate{InputTokens: EstimateEmbedTokens(a.Embed)}
+		for _, s := range a.Steps {
+			if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
+				e.CostUSD = max(e.CostUSD, usage.EstimateCost(p, e.InputTokens, 0))
+			}
+		}
+		return e
+	}
 	e := Estimate{InputTokens: EstimateInputTokens(a.Chat)}
 	if a.Chat != nil {
 		switch {

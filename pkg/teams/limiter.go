@@ -194,8 +194,12 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 // checkCeilings enforces the plan ceilings of one scope.
 func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	if lim.MaxInputTokens > 0 && e.InputTokens > lim.MaxInputTokens {
+		param := "messages"
+		if a.Embed != nil {
+			param = "input"
+		}
 		return gwerr.New(gwerr.InvalidRequest, "the request's input is about %d tokens; this team's plan allows %d per request",
-			e.InputTokens, lim.MaxInputTokens).WithParam("messages").WithCode("max_input_tokens_exceeded")
+			e.InputTokens, lim.MaxInputTokens).WithParam(param).WithCode("max_input_tokens_exceeded")
 	}
 	if lim.MaxOutputTokens > 0 && e.RequestedOutput > lim.MaxOutputTokens {
 		param := "max_tokens"

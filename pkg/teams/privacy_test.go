@@ -113,6 +113,7 @@ func TestClientDisconnectMidStreamIsRecorded(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/chat/completions",
 			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"tell me a long story"}]}`))
 		req.Header.Set("Authorization", "Bearer "+g.keys["search"])
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

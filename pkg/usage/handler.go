@@ -60,8 +60,8 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		writeErr(w, gwerr.New(gwerr.InvalidRequest, "method not allowed; use GET").WithCode("method_not_allowed"), http.StatusMethodNotAllowed)
+		w.Header().Set("Allow", "GET, HEAD") // the server front answers HEAD through GET
+		writeErr(w, gwerr.New(gwerr.InvalidRequest, "method not allowed; use GET or HEAD").WithCode("method_not_allowed"), http.StatusMethodNotAllowed)
 		return
 	}
 	v, ok := h.o.Viewer(r)

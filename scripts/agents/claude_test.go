@@ -50,11 +50,11 @@ func claudeBinary(t *testing.T) (string, string) {
 	}
 	cache := os.Getenv("LLMGW_AGENT_CACHE")
 	if cache == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			dir = os.TempDir()
+		if dir, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(dir, "llmgw-agents")
+		} else {
+			cache = t.TempDir() // no cache dir: install for this run only, never at a shared temp path
 		}
-		cache = filepath.Join(dir, "llmgw-agents")
 	}
 	prefix := filepath.Join(cache, "claude-code-"+version)
 	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")

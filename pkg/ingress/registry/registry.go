@@ -6,6 +6,7 @@ package registry
 import (
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/ingress/embeddings"
 	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	"github.com/llmgw/llmgw/pkg/ingress/responses"
 )
@@ -23,5 +24,6 @@ type Entry struct {
 var Ingresses = []Entry{
 	{Paths: []string{"/v1/chat/completions", "/chat/completions"}, Ingress: chat.Ingress{}},
 	{Paths: []string{"/v1/responses", "/responses"}, Ingress: responses.Ingress{}},
+	{Paths: []string{"/v1/embeddings", "/embeddings"}, Ingress: embeddings.Ingress{}},
 	{Paths: []string{"/v1/messages"}, CountPaths: []string{"/v1/messages/count_tokens"}, Ingress: messages.Ingress{}},
 }

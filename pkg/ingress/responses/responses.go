@@ -61,7 +61,7 @@ func (Ingress) NewEncoder(req *exchange.Request) ingress.Encoder {
 // {"error":{"message","type","param","code",...}} with the gateway's
 // category, retryable and provider.
 func (Ingress) WriteError(w http.ResponseWriter, req *exchange.Request, e *gwerr.Error) int {
-	status := e.Category.Status()
+	status := ingress.Status(e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	ingress.SetErrorHeaders(h, e)

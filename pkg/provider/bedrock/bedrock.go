@@ -102,6 +102,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
@@ -217,9 +218,13 @@ func httpClient(p *config.Provider) *awshttp.BuildableClient {
 // NewWithAPI returns the adapter for provider id over api.
 func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api} }
 
-// Send implements provider.Provider. The request is translated (and
+// Send implements provider.Provider. An embeddings request goes to
+// InvokeModel (embed.go). Any other request is translated (and
 // refused, if it asks for what bedrock cannot do) before any call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	if call.Req.API == exchange.Embeddings {
+		return a.sendEmbeddings(ctx, call)
+	}
 	model := call.Model()
 	target := a.id + "/" + model
 	chat := call.Chat()

@@ -37,9 +37,12 @@ type Adapter struct {
 	// (apis: [responses]), so Responses clients pass through to it.
 	responsesEndpoint string
 	responses         bool
-	authHeader        string
-	headers           map[string]string
-	client            *http.Client
+	// embeddingsEndpoint is base URL + /embeddings (query kept), for a
+	// provider that speaks the embeddings API (apis: [embeddings]).
+	embeddingsEndpoint string
+	authHeader         string
+	headers            map[string]string
+	client             *http.Client
 	// maxTokensField names the field a capped request's output limit is sent
 	// in: "max_tokens" (default: the widest support) or
 	// "max_completion_tokens" (options.max_tokens_field; OpenAI's reasoning
@@ -60,13 +63,16 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	base := strings.TrimSuffix(u.Path, "/")
 	u.Path = base + "/chat/completions"
 	endpoint := u.String()
+	u.Path = base + "/embeddings"
+	embeddings := u.String()
 	u.Path = base + "/responses"
 	auth := strings.ToLower(p.AuthHeader)
 	if auth == "" {
 		auth = "authorization"
 	}
 	return &Adapter{id: id, endpoint: endpoint, responsesEndpoint: u.String(), responses: p.Speaks(string(exchange.Responses)),
-		authHeader: auth, headers: p.Headers, client: client, maxTokensField: p.Options["max_tokens_field"]}, nil
+		embeddingsEndpoint: embeddings,
+		authHeader:         auth, headers: p.Headers, client: client, maxTokensField: p.Options["max_tokens_field"]}, nil
 }
 
 // Send implements provider.Provider. A Chat Completions request passes
@@ -79,6 +85,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	rq := call.Req
 	if a.responses && rq.API == exchange.Responses {
 		return a.sendResponses(ctx, call)
+	}
+	if rq.API == exchange.Embeddings {
+		return a.sendEmbeddings(ctx, call)
 	}
 	stream := rq.Stream
 	pass := provider.Passthrough(rq, exchange.Chat)

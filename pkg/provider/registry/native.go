@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
@@ -25,7 +26,14 @@ type nativeGuard struct {
 func (g nativeGuard) Unwrap() provider.Provider { return g.next }
 
 // Send implements provider.Provider.
+//
+// An embeddings request is refused the same way by a provider that neither
+// speaks the embeddings API (apis: [embeddings]) nor translates it (kind
+// bedrock, for its Titan and Cohere embedding models).
 func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	if call.Req.API == exchange.Embeddings && g.p.Kind != "bedrock" && !g.p.Speaks(string(exchange.Embeddings)) {
+		return nil, provider.Unsupported(call.Step.ID, "input", "the embeddings API (the provider does not list embeddings in apis)")
+	}
 	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, g.p.Speaks(string(call.Req.API))); e != nil {
 		return nil, e
 	}

@@ -3,7 +3,7 @@
 // pkg/fakellm's Handler, with HTTP keep-alive on. Its flags set the number of
 // content chunks, the gap between them and the latency before the first one.
 //
-//	mockupstream -addr 127.0.0.1:0 -addr-file /tmp/mock.addr -chunks 64 -chunk-gap 20ms
+//	mockupstream -addr 127.0.0.1:0 -addr-file "$WORK/mock.addr" -chunks 64 -chunk-gap 20ms
 //
 // GET /healthz answers 200 "ok" (for the cold-start probe); every other
 // request is a chat completion answered by the script.
