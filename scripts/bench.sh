@@ -383,7 +383,7 @@ EOF
 }
 
 stage_gobench() {
-	local pkgs=(./pkg/openaiwire ./pkg/sse ./pkg/breaker ./pkg/provider/openaicompat ./pkg/provider/anthropic ./pkg/provider/bedrock)
+	local pkgs=(./pkg/openaiwire ./pkg/sse ./pkg/breaker ./pkg/provider/openaicompat ./pkg/provider/anthropic ./pkg/provider/bedrock ./pkg/requestlog ./pkg/app)
 	{
 		echo "# go test -run '^\$' -bench . -benchmem $BENCHTIME ${pkgs[*]} ./pkg/server  ($(go version))"
 		go test -run '^$' -bench . -benchmem $BENCHTIME -timeout 15m "${pkgs[@]}"

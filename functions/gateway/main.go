@@ -11,10 +11,11 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/app"
 	"github.com/llmgw/llmgw/pkg/cmdhelp"
+	"github.com/llmgw/llmgw/pkg/requestlog"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := slog.New(requestlog.NewJSONHandler(os.Stderr, nil))
 	if app.OnLambda() {
 		if err := app.RunLambda(context.Background(), log); err != nil {
 			log.Error("gateway failed to start", slog.Any("error", err))

@@ -62,7 +62,7 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	}
 	spill := usage.NewFileSpill(usage.DefaultSpillFile(statePath(o.Store)))
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill})
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill, AsyncRecords: true})
 	if err != nil {
 		st.Close()
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/usage/asyncrecorder"
 )
 
 // Gateway is the assembled gateway: the HTTP handler over shared state in
@@ -37,6 +38,9 @@ type Gateway struct {
 	// store.
 	Budget *retry.Budget
 	Roller *usage.Roller
+
+	records *asyncrecorder.Recorder // nil: records written synchronously
+	log     *slog.Logger
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -49,6 +53,11 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// AsyncRecords writes usage records in the background, batched (local
+	// mode): the request does not wait for the store, and Close writes
+	// what is queued. Lambda leaves it off: there the record must be
+	// durable before the handler returns.
+	AsyncRecords bool
 	// Spill keeps the usage records the store did not take (local: a
 	// file next to the state; Lambda: the SQS queue). Nil: none, such
 	// records are logged as lost.
@@ -65,7 +74,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	if o.ResolveKey == nil {
 		o.ResolveKey = keyledger.Env
 	}
-	g := &Gateway{Store: st}
+	g := &Gateway{Store: st, log: log}
 	current := func() *config.Config { return g.Handler.Config() }
 
 	g.Breaker = breaker.New(st, cfg.Breaker, breaker.Options{Logger: log,
@@ -86,6 +95,11 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	recorder := usage.NewRecorder(st, current, log)
 	recorder.Spill = o.Spill
 	g.Recorder = recorder
+	record := recorder.Record
+	if o.AsyncRecords {
+		g.records = asyncrecorder.New(recorder, asyncrecorder.Options{})
+		record = g.records.Record
+	}
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
 
@@ -108,7 +122,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		Cache:        cache.New(st, cache.Options{Logger: log}),
 		Moderation:   &moderation.Moderator{Logger: log},
 		Record: func(ctx context.Context, rec *exchange.Record) {
-			recorder.Record(ctx, rec)
+			record(ctx, rec)
 			if o.Metrics != nil {
 				o.Metrics.Request(rec)
 			}
@@ -124,9 +138,17 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes, gives back the unspent budget leases
-// and closes the store.
+// Close finishes background writes (queued usage records first), gives
+// back the unspent budget leases and closes the store.
 func (g *Gateway) Close() error {
+	if g.records != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := g.records.Close(ctx)
+		cancel()
+		if err != nil {
+			g.logger().Error("usage records still queued at close", slog.Any("error", err))
+		}
+	}
 	g.Breaker.Flush()
 	g.Budget.Flush()
 	g.Ledger.Wait()
@@ -134,4 +156,11 @@ func (g *Gateway) Close() error {
 	defer cancel()
 	g.Limiter.Flush(ctx)
 	return g.Store.Close()
+}
+
+func (g *Gateway) logger() *slog.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	return slog.Default()
 }

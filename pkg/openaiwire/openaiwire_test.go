@@ -178,3 +178,17 @@ func TestRewriteAddsAMaxTokensCapOnlyWhenTheClientGaveNone(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainJSONStringAgreesWithUnmarshal(t *testing.T) {
+	for _, lit := range []string{`""`, `"abc"`, `"é ü 😀"`, `"a\nb"`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", `"<&>"`, `"x`} {
+		text, ok := plainJSONString([]byte(lit))
+		var want string
+		err := json.Unmarshal([]byte(lit), &want)
+		if ok && (err != nil || text != want) {
+			t.Errorf("%q: plain %q, json.Unmarshal %q (%v)", lit, text, want, err)
+		}
+	}
+	if _, ok := plainJSONString([]byte(`"plain text"`)); !ok {
+		t.Error("a plain literal must take the fast path")
+	}
+}

@@ -29,6 +29,7 @@ import (
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
+	"github.com/llmgw/llmgw/pkg/requestlog"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -142,7 +143,7 @@ type runtimeState struct {
 // New returns a Handler serving cfg.
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error) {
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		opts.Logger = slog.New(requestlog.NewJSONHandler(os.Stderr, nil))
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -203,3 +203,52 @@ func dayStart(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
+
+// BatchPutter is a store that writes many items in one transaction, each
+// under its own condition, with one error per item (the embedded store:
+// embedded.Store.PutBatch).
+type BatchPutter interface {
+	PutBatch(ctx context.Context, items []store.Item, c store.Cond) []error
+}
+
+// RecordBatch stores recs, logging (never returning) failures, like calling
+// Record for each. When the store is a [BatchPutter] the records are
+// written in one transaction; a record that batch did not store (other
+// than one already stored) goes through Record, with its retries and
+// failure handling. Otherwise it calls Record for each.
+func (r *Recorder) RecordBatch(ctx context.Context, recs []*exchange.Record) {
+	bp, ok := r.store.(BatchPutter)
+	if !ok || len(recs) == 1 {
+		for _, rec := range recs {
+			r.Record(ctx, rec)
+		}
+		return
+	}
+	cfg := r.config()
+	items := make([]store.Item, 0, len(recs))
+	built := make([]*exchange.Record, 0, len(recs))
+	for _, rec := range recs {
+		it, err := recordItem(cfg, rec)
+		if err != nil {
+			r.Record(ctx, rec) // logs the same error
+			continue
+		}
+		items = append(items, it)
+		built = append(built, rec)
+	}
+	if len(items) == 0 {
+		return
+	}
+	timeout := cfg.Usage.StoreTimeout.D()
+	if timeout <= 0 {
+		timeout = config.DefaultStoreTimeout
+	}
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	errs := bp.PutBatch(bctx, items, store.IfAbsent())
+	cancel()
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			r.Record(ctx, built[i])
+		}
+	}
+}

@@ -269,6 +269,85 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Cond) (store.Ite
 	return nr.item(it.Key), nil
 }
 
+// PutBatch writes items in one read-write transaction (one commit, one
+// fsync for the whole batch), each under its own condition c, and returns
+// one error per item (nil: written). An item whose condition does not hold
+// gets an error matching store.ErrConflict and the others are still
+// written; an invalid item gets store.ErrInvalid. When the transaction
+// itself fails, every item not already rejected gets that error and
+// nothing is written.
+func (s *Store) PutBatch(ctx context.Context, items []store.Item, c store.Cond) []error {
+	errs := make([]error, len(items))
+	if err := c.Validate(false); err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("embedded: put %v: %w", items[i].Key, err)
+		}
+		return errs
+	}
+	type pending struct {
+		i int
+		k []byte
+		r *record
+	}
+	todo := make([]pending, 0, len(items))
+	for i, it := range items {
+		if err := it.Validate(); err != nil {
+			errs[i] = fmt.Errorf("embedded: put %v: %w", it.Key, err)
+			continue
+		}
+		todo = append(todo, pending{i: i, k: dbKey(it.Key), r: &record{
+			TTL:  store.TTL(it.Expires),
+			Nums: maps.Clone(it.Nums),
+			Strs: maps.Clone(it.Strs),
+			Data: bytes.Clone(it.Data),
+		}})
+	}
+	if len(todo) == 0 {
+		return errs
+	}
+	conflicts := make([]error, len(items))
+	err := s.write(ctx, func(b bucket, now time.Time) error {
+		clear(conflicts)
+		for _, p := range todo {
+			old, err := load(b, p.k)
+			if err != nil {
+				return err
+			}
+			live := old != nil && !store.Expired(old.TTL, now)
+			switch c.Kind {
+			case store.CondIfAbsent:
+				if live {
+					conflicts[p.i] = fmt.Errorf("%w: item exists", store.ErrConflict)
+					continue
+				}
+			case store.CondIfVersion:
+				if !live || old.Ver != c.Version {
+					conflicts[p.i] = fmt.Errorf("%w: version differs from %d", store.ErrConflict, c.Version)
+					continue
+				}
+			}
+			p.r.Ver = 1
+			if old != nil {
+				p.r.Ver = old.Ver + 1
+			}
+			if err := save(b, p.k, p.r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, p := range todo {
+		e := err
+		if e == nil {
+			e = conflicts[p.i]
+		}
+		if e != nil {
+			errs[p.i] = fmt.Errorf("embedded: put %v: %w", items[p.i].Key, e)
+		}
+	}
+	return errs
+}
+
 // Add implements store.Adder.
 func (s *Store) Add(ctx context.Context, key store.Key, deltas map[string]float64, opts store.AddOptions) (store.Item, error) {
 	if err := store.ValidateAdd(key, deltas, opts); err != nil {

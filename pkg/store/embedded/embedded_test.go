@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,5 +67,37 @@ func TestPersistsAcrossReopen(t *testing.T) {
 	it, found, err := s.Get(ctx, k)
 	if err != nil || !found || it.Nums["n"] != 3 || it.Version != 1 {
 		t.Fatalf("after reopen: %+v %v %v", it, found, err)
+	}
+}
+
+func TestPutBatchWritesEachItemUnderItsCondition(t *testing.T) {
+	for name, s := range map[string]*embedded.Store{"file": newStore(t), "memory": embedded.OpenMemory()} {
+		t.Run(name, func(t *testing.T) {
+			defer s.Close()
+			ctx := context.Background()
+			taken := store.Key{PK: "p", SK: "taken"}
+			if _, err := s.Put(ctx, store.Item{Key: taken, Data: []byte("old")}, store.Always()); err != nil {
+				t.Fatal(err)
+			}
+			items := []store.Item{
+				{Key: store.Key{PK: "p", SK: "a"}, Data: []byte("a")},
+				{Key: taken, Data: []byte("new")},
+				{Key: store.Key{PK: "", SK: "bad"}},
+				{Key: store.Key{PK: "p", SK: "b"}, Data: []byte("b")},
+			}
+			errs := s.PutBatch(ctx, items, store.IfAbsent())
+			if len(errs) != len(items) || errs[0] != nil || errs[3] != nil {
+				t.Fatalf("errs = %v", errs)
+			}
+			if !errors.Is(errs[1], store.ErrConflict) || !errors.Is(errs[2], store.ErrInvalid) {
+				t.Fatalf("errs = %v: want conflict for the taken key, invalid for the bad one", errs)
+			}
+			for sk, want := range map[string]string{"a": "a", "b": "b", "taken": "old"} {
+				it, ok, err := s.Get(ctx, store.Key{PK: "p", SK: sk})
+				if err != nil || !ok || string(it.Data) != want || it.Version != 1 {
+					t.Fatalf("%s: %+v %v %v, want data %q version 1", sk, it, ok, err, want)
+				}
+			}
+		})
 	}
 }

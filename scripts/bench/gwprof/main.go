@@ -19,10 +19,11 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/app"
 	"github.com/llmgw/llmgw/pkg/deployment"
+	"github.com/llmgw/llmgw/pkg/requestlog"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := slog.New(requestlog.NewJSONHandler(os.Stderr, nil))
 	var o app.LocalOptions
 	flag.StringVar(&o.ConfigPath, "config", "", "config file (YAML or JSON)")
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "listen address")
