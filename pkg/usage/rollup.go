@@ -1,3 +1,6 @@
+// Slightly over 400 lines: the rollup (partition scan, idempotent totals,
+// late records) reads best as one file.
+
 package usage
 
 import (

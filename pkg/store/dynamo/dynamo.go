@@ -1,3 +1,7 @@
+// Longer than 400 lines on purpose: it is the whole DynamoDB mapping of the
+// store interface (expressions, conditions, TTL reads, batching) in one place,
+// next to the conformance suite that checks it.
+
 // Package dynamo implements store.Store on one DynamoDB table: the
 // production backend, shared by all Lambda instances.
 //

@@ -1,3 +1,6 @@
+// Longer than 400 lines on purpose: the conformance suite is one table of
+// behaviours every backend must pass; splitting it would scatter the contract.
+
 // Package storetest is the conformance suite of store.Store: every backend
 // (store/embedded, store/dynamo, any future one) must pass [Run], so code
 // tested on one backend behaves the same on the other. It also starts
