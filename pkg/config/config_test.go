@@ -201,3 +201,21 @@ routes:
 		}
 	}
 }
+
+// TestPolicyDefaultsReachRoutes: retry_same_target_on_timeout and
+// translate_without set under defaults apply to every route that does not
+// set them itself.
+func TestPolicyDefaultsReachRoutes(t *testing.T) {
+	c, err := Parse([]byte("defaults: {retry_same_target_on_timeout: true, translate_without: [thinking]}\n" +
+		"providers: {p: {kind: fake}}\nroutes: {m: {targets: [{provider: p, model: x}]}, n: {translate_without: [], targets: [{provider: p, model: x}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, n := c.Routes["m"].Policy, c.Routes["n"].Policy
+	if !m.RetrySameTargetOnTimeout || len(m.TranslateWithout) != 1 || m.TranslateWithout[0] != "thinking" {
+		t.Errorf("route m did not inherit: %+v", m)
+	}
+	if len(n.TranslateWithout) != 0 {
+		t.Errorf("route n set translate_without: [] and got %v", n.TranslateWithout)
+	}
+}

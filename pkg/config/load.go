@@ -266,6 +266,12 @@ func (p Policy) merge(d Policy) Policy {
 	if p.Continuation == nil {
 		p.Continuation = d.Continuation
 	}
+	if !p.RetrySameTargetOnTimeout {
+		p.RetrySameTargetOnTimeout = d.RetrySameTargetOnTimeout
+	}
+	if p.TranslateWithout == nil {
+		p.TranslateWithout = d.TranslateWithout
+	}
 	return p
 }
 
