@@ -79,10 +79,10 @@ if [ "${SHORT:-}" = "" ]; then
   GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" SMOKE=1 ./scripts/bench.sh >"$LOGDIR/bench-smoke.log" 2>&1 || { tail -50 "$LOGDIR/bench-smoke.log"; exit 1; }
   tail -3 "$LOGDIR/bench-smoke.log"
 
-  phase "real clients against the gateway (Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
+  phase "real clients against the gateway (Claude Code, Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
   # -race: the test binary reuses the race suite's compiled packages.
   ./scripts/agents/check.sh -race >"$LOGDIR/agents.log" 2>&1 || { tail -80 "$LOGDIR/agents.log"; exit 1; }
-  grep -E '^(--- |ok)|skipping:|using codex' "$LOGDIR/agents.log" || true
+  grep -E '^(--- |ok)|skipping:|using codex|using claude' "$LOGDIR/agents.log" || true
 
   phase "waiting for the CDK tests (stack synthesis, cdk-nag)"
   cdk_rc=0

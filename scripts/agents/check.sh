@@ -7,11 +7,14 @@
 #     translated to a chat-only upstream, a failover before the first token,
 #     and a cut stream that must be an error;
 #   - the AI SDK's default OpenAI provider and the OpenAI Agents SDK (npm,
-#     versions in sdks_test.go): answers generated and streamed, a cut stream.
+#     versions in sdks_test.go): answers generated and streamed, a cut stream;
+#   - Claude Code (npm @anthropic-ai/claude-code, the version pinned in
+#     claude_test.go; also ./scripts/agents/claude.sh alone): a plain answer, a
+#     tool round trip, a failover and a cut stream through /v1/messages.
 # Each client is installed into .llmgw/agents on first run; when npm cannot
 # install it its test is skipped, saying why.
 #
 # Usage: ./scripts/agents/check.sh [go test flags]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs' ./scripts/agents/ "$@"
+LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode' ./scripts/agents/ "$@"
