@@ -104,27 +104,11 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
 	}
 	stream := call.Req.Stream
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "llmgw")
-	h.Set("anthropic-version", a.version)
-	if stream {
-		h.Set("Accept", "text/event-stream")
-		h.Set("Accept-Encoding", "identity")
-	} else {
-		h.Set("Accept", "application/json")
-	}
-	for k, v := range a.headers {
-		h.Set(k, v)
-	}
-	provider.SetTraceHeader(h, call.Req)
-	provider.SetKeyHeader(h, a.authHeader, call.Key)
-	resp, err := a.client.Do(req)
+	req.Header.Set("anthropic-version", a.version)
+	provider.SetRequestHeaders(req.Header, call, stream, a.headers, a.authHeader)
+	resp, err := provider.Do(ctx, a.client, a.id, call, req)
 	if err != nil {
-		return nil, provider.TransportError(ctx, a.id, err)
-	}
-	if call.OnResponse != nil {
-		call.OnResponse(resp.StatusCode, resp.Header)
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

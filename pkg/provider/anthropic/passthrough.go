@@ -82,36 +82,21 @@ func (a *Adapter) newRequest(ctx context.Context, call *provider.Call, url strin
 		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
 	}
 	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "llmgw")
 	h.Set("anthropic-version", a.version)
 	for _, name := range []string{"anthropic-version", "anthropic-beta"} {
 		if vs := call.Req.Header.Values(name); len(vs) > 0 {
 			h[http.CanonicalHeaderKey(name)] = vs
 		}
 	}
-	if stream {
-		h.Set("Accept", "text/event-stream")
-		h.Set("Accept-Encoding", "identity")
-	} else {
-		h.Set("Accept", "application/json")
-	}
-	for k, v := range a.headers {
-		h.Set(k, v)
-	}
-	provider.SetTraceHeader(h, call.Req)
-	provider.SetKeyHeader(h, a.authHeader, call.Key)
+	provider.SetRequestHeaders(h, call, stream, a.headers, a.authHeader)
 	return req, nil
 }
 
 // do sends an upstream request and classifies a failure.
 func (a *Adapter) do(ctx context.Context, call *provider.Call, req *http.Request) (*http.Response, error) {
-	resp, err := a.client.Do(req)
+	resp, err := provider.Do(ctx, a.client, a.id, call, req)
 	if err != nil {
-		return nil, provider.TransportError(ctx, a.id, err)
-	}
-	if call.OnResponse != nil {
-		call.OnResponse(resp.StatusCode, resp.Header)
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

@@ -95,25 +95,10 @@ func (a *Adapter) post(ctx context.Context, call *provider.Call, endpoint string
 	if err != nil {
 		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "llmgw")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Accept-Encoding", "identity")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	for k, v := range a.headers {
-		req.Header.Set(k, v)
-	}
-	provider.SetTraceHeader(req.Header, call.Req)
-	provider.SetKeyHeader(req.Header, a.authHeader, call.Key)
-	resp, err := a.client.Do(req)
+	provider.SetRequestHeaders(req.Header, call, stream, a.headers, a.authHeader)
+	resp, err := provider.Do(ctx, a.client, a.id, call, req)
 	if err != nil {
-		return nil, provider.TransportError(ctx, a.id, err)
-	}
-	if call.OnResponse != nil {
-		call.OnResponse(resp.StatusCode, resp.Header)
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
