@@ -132,6 +132,13 @@ func (in *latInstance) primaryHealth(t *testing.T) breaker.Snapshot {
 }
 
 func testLatencyE2E(t *testing.T, e *storetest.Env) {
+	if testing.Short() && e.Backend == "dynamodb" {
+		// On dynalite under load the opening flush can land after the next
+		// request's Allow (flushes are asynchronous by design), so the
+		// scenario is timing-sensitive there; the embedded run covers the
+		// rule in the short suite, and the full suite runs both.
+		t.Skip("timing-sensitive on dynalite under load; run without -short")
+	}
 	primary, secondary := newStreamUpstream(t, e), newStreamUpstream(t, e)
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 defaults: {backoff_base: 1ms, backoff_max: 2ms, first_token_timeout: 1m}
