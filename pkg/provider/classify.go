@@ -3,12 +3,14 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
 // CodeProviderCredentials marks an upstream 401/403: the gateway's key was
@@ -156,4 +158,22 @@ func RefuseUntranslated(req *exchange.Request, target string, native bool) *gwer
 	}
 	e.Message += ": " + f.Why
 	return e
+}
+
+// UnknownChatField returns the first top-level member of a Chat
+// Completions body that a translating adapter cannot carry: legacy function
+// calling (functions, function_call) or a field outside known. It reads the
+// bytes (openaiwire.Members), decoding nothing; ok is false when every
+// member is known. what describes the field for the refusal.
+func UnknownChatField(body []byte, known map[string]bool) (param, what string, ok bool) {
+	_ = openaiwire.Members(body, func(k string, _ []byte) bool {
+		switch {
+		case k == "functions" || k == "function_call":
+			param, what, ok = k, "legacy function calling ("+k+"; use tools)", true
+		case !known[k]:
+			param, what, ok = k, fmt.Sprintf("field %q", k), true
+		}
+		return !ok
+	})
+	return param, what, ok
 }

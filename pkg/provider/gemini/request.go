@@ -115,18 +115,8 @@ func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatR
 
 // checkUnsupported rejects what Gemini cannot honour.
 func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) error {
-	if len(body) > 0 {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(body, &top); err == nil {
-			for k := range top {
-				switch {
-				case k == "functions" || k == "function_call":
-					return t.unsupported(k, "legacy function calling ("+k+"; use tools)")
-				case !topLevel[k]:
-					return t.unsupported(k, fmt.Sprintf("field %q", k))
-				}
-			}
-		}
+	if param, what, ok := provider.UnknownChatField(body, topLevel); ok {
+		return t.unsupported(param, what)
 	}
 	switch {
 	case r.N != nil && *r.N > 1:
