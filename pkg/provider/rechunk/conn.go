@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"sync"
 )
 
 // Limits of what the connection parses; beyond them it passes bytes
@@ -11,8 +12,17 @@ import (
 const (
 	maxHeader = 1 << 20 // a response's header block
 	maxLine   = 4096    // a chunk-size or trailer line
-	readSize  = 16 << 10
+	// outSize is the initial size of a pooled output buffer: the read
+	// size of net/http's connection reader plus room for chunk headers.
+	outSize = 4<<10 + 64
+	// maxPooled is the largest output buffer put back in the pool.
+	maxPooled = 64 << 10
 )
+
+// outPool holds output buffers between reads: a connection needs one only
+// while it has processed bytes to hand over, not while it waits (a held
+// stream waits most of the time).
+var outPool = sync.Pool{New: func() any { b := make([]byte, 0, outSize); return &b }}
 
 // state is where the connection is in the response stream.
 type state uint8
@@ -33,11 +43,11 @@ const (
 type Conn struct {
 	net.Conn
 
-	raw  []byte // read buffer
-	in   []byte // raw bytes not yet processed
-	obuf []byte // processed bytes
-	out  []byte // processed bytes not yet returned (within obuf)
-	err  error  // the read error, returned once everything before it is
+	in   []byte  // bytes read, not yet processed (within the caller's buffer, during a Read)
+	pbuf *[]byte // the pooled output buffer, while one is held
+	obuf []byte  // processed bytes (in *pbuf)
+	out  []byte  // processed bytes not yet returned (within obuf)
+	err  error   // the read error, returned once everything before it is
 
 	st   state
 	left uint64 // bytes left in the chunk (sData) or the body (sFixed)
@@ -47,35 +57,62 @@ type Conn struct {
 
 // NewConn wraps c.
 func NewConn(c net.Conn) *Conn {
-	return &Conn{Conn: c, raw: make([]byte, readSize), obuf: make([]byte, 0, readSize+64)}
+	return &Conn{Conn: c}
 }
 
 // Read implements io.Reader: the response stream, re-framed, as soon as
-// it arrives.
+// it arrives. The network read goes straight into p (the transport's own
+// buffer), so a connection waiting for its upstream holds no buffer of its
+// own; the re-framed bytes are built in a pooled buffer and copied back.
 func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
 		if len(c.out) > 0 {
 			n := copy(p, c.out)
 			c.out = c.out[n:]
+			if len(c.out) == 0 {
+				c.release() // process consumed all of c.in
+			}
 			return n, nil
 		}
-		if len(c.in) == 0 {
-			if c.err != nil {
-				return 0, c.err
-			}
-			if c.st == sRaw && len(p) > 0 {
-				return c.Conn.Read(p) // nothing to re-frame: no copy
-			}
-			n, err := c.Conn.Read(c.raw)
-			c.in, c.err = c.raw[:n], err
-			if n == 0 {
-				continue
-			}
+		if c.err != nil {
+			return 0, c.err
 		}
-		c.obuf = c.obuf[:0]
+		if c.st == sRaw {
+			return c.Conn.Read(p) // nothing to re-frame: no copy
+		}
+		n, err := c.Conn.Read(p)
+		c.err = err
+		if n == 0 {
+			continue
+		}
+		if c.pbuf == nil {
+			c.pbuf = outPool.Get().(*[]byte)
+		}
+		// process consumes all of c.in (which aliases p) into obuf before
+		// anything is copied back into p.
+		c.in, c.obuf = p[:n], (*c.pbuf)[:0]
 		c.process()
-		c.out = c.obuf
+		c.in, c.out = nil, c.obuf
+		if len(c.out) == 0 {
+			c.release()
+		}
 	}
+}
+
+// release puts the output buffer back in the pool once everything in it
+// has been handed over.
+func (c *Conn) release() {
+	if c.pbuf == nil {
+		return
+	}
+	if cap(c.obuf) <= maxPooled {
+		*c.pbuf = c.obuf[:0]
+		outPool.Put(c.pbuf)
+	}
+	c.pbuf, c.obuf, c.out = nil, nil, nil
 }
 
 // emit appends processed bytes.

@@ -241,3 +241,96 @@ func TestTLSConnections(t *testing.T) {
 		t.Fatalf("HTTP/%d %q, want HTTP/2", resp.ProtoMajor, b)
 	}
 }
+
+// piecesConn is a net.Conn whose reads return the wire in the given piece
+// sizes (cycled), as a network does.
+type piecesConn struct {
+	net.Conn
+	wire   []byte
+	pieces []int
+	i      int
+}
+
+func (c *piecesConn) Read(p []byte) (int, error) {
+	if len(c.wire) == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), len(c.wire), c.pieces[c.i%len(c.pieces)])
+	c.i++
+	n := copy(p, c.wire[:k])
+	c.wire = c.wire[n:]
+	return n, nil
+}
+
+// TestTinyCallerBuffersAndNoIdleBuffer: the network read goes into the
+// caller's buffer, so the re-framing must be right whatever its size (down
+// to one byte, smaller than a chunk header), and a connection that has
+// handed over everything holds no output buffer while it waits.
+func TestTinyCallerBuffersAndNoIdleBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 40; round++ {
+		body := make([]byte, rng.IntN(9000))
+		for j := range body {
+			body[j] = byte('a' + rng.IntN(26))
+		}
+		var w bytes.Buffer
+		w.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for rest := body; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(3000))
+			fmt.Fprintf(&w, "%x\r\n%s\r\n", k, rest[:k])
+			rest = rest[k:]
+		}
+		w.WriteString("0\r\n\r\n")
+		c := NewConn(&piecesConn{wire: w.Bytes(), pieces: []int{1 + rng.IntN(700), 1 + rng.IntN(5), 1 + rng.IntN(4000)}})
+		var out bytes.Buffer
+		p := make([]byte, 1+rng.IntN(16))
+		for {
+			n, err := c.Read(p[:1+rng.IntN(len(p))])
+			out.Write(p[:n])
+			if len(c.out) == 0 && c.pbuf != nil {
+				t.Fatalf("round %d: output buffer held after everything was handed over", round)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(&out), nil)
+		if err != nil {
+			t.Fatalf("round %d: re-framed response: %v", round, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("round %d: body %d bytes (err %v), want %d", round, len(got), err, len(body))
+		}
+	}
+}
+
+// TestReadAllocatesNothing: steady-state reads of a chunked stream take
+// their buffer from the pool and give it back.
+func TestReadAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items on purpose")
+	}
+	frame := []byte("1a\r\ndata: {\"x\":\"abcdefghij\"}\n\n\r\n")
+	pc := &piecesConn{pieces: []int{17, 100}}
+	c := NewConn(pc)
+	pc.wire = []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+	p := make([]byte, 4096)
+	for len(pc.wire) > 0 {
+		c.Read(p)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		pc.wire = frame
+		for len(pc.wire) > 0 || len(c.out) > 0 {
+			if _, err := c.Read(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per relayed chunk", allocs)
+	}
+}

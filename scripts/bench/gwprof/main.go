@@ -16,6 +16,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // registers /debug/pprof on http.DefaultServeMux
 	"os"
+	"runtime"
 
 	"github.com/llmgw/llmgw/pkg/app"
 	"github.com/llmgw/llmgw/pkg/deployment"
@@ -32,7 +33,11 @@ func main() {
 	flag.StringVar(&o.Store.Table, "table", deployment.DefaultTable, "DynamoDB table")
 	pprofAddr := flag.String("pprof", "127.0.0.1:0", "pprof listen address (loopback only)")
 	pprofFile := flag.String("pprof-addr-file", "", "write the pprof listener's host:port here")
+	memRate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate (0: the default; 1 records every allocation, for an exact heap profile)")
 	flag.Parse()
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 	o.Logger = log
 
 	host, _, err := net.SplitHostPort(*pprofAddr)
