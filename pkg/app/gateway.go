@@ -40,6 +40,7 @@ type Gateway struct {
 	Roller *usage.Roller
 
 	records *asyncrecorder.Recorder // nil: records written synchronously
+	after   *afterResponse          // nil: post-response work runs in the handler
 	log     *slog.Logger
 }
 
@@ -54,9 +55,10 @@ type BuildOptions struct {
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
 	// AsyncRecords writes usage records in the background, batched (local
-	// mode): the request does not wait for the store, and Close writes
-	// what is queued. Lambda leaves it off: there the record must be
-	// durable before the handler returns.
+	// mode), and runs all post-response work (settlement, log line,
+	// record) off the handler: the request does not wait for the store,
+	// and Close finishes that work and writes what is queued. Lambda leaves
+	// it off: there the record must be durable before the handler returns.
 	AsyncRecords bool
 	// Spill keeps the usage records the store did not take (local: a
 	// file next to the state; Lambda: the SQS queue). Nil: none, such
@@ -99,6 +101,11 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	if o.AsyncRecords {
 		g.records = asyncrecorder.New(recorder, asyncrecorder.Options{})
 		record = g.records.Record
+		g.after = newAfterResponse(afterResponseLimit)
+	}
+	var after func(func())
+	if g.after != nil {
+		after = g.after.Go
 	}
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
@@ -111,16 +118,17 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 				o.Metrics.Count(deployment.MetricProviderKeyErrors, 1)
 			}
 		},
-		Breakers:     g.Breaker,
-		Keys:         g.Ledger,
-		Budget:       g.Budget,
-		Authenticate: auth.Authenticate,
-		Admit:        limiter.Admit,
-		Cost:         usage.Cost,
-		ExternalCORS: o.ExternalCORS,
-		Pacing:       pacing.Pacer{},
-		Cache:        cache.New(st, cache.Options{Logger: log}),
-		Moderation:   &moderation.Moderator{Logger: log},
+		Breakers:      g.Breaker,
+		Keys:          g.Ledger,
+		Budget:        g.Budget,
+		Authenticate:  auth.Authenticate,
+		Admit:         limiter.Admit,
+		Cost:          usage.Cost,
+		ExternalCORS:  o.ExternalCORS,
+		Pacing:        pacing.Pacer{},
+		Cache:         cache.New(st, cache.Options{Logger: log}),
+		Moderation:    &moderation.Moderator{Logger: log},
+		AfterResponse: after,
 		Record: func(ctx context.Context, rec *exchange.Record) {
 			record(ctx, rec)
 			if o.Metrics != nil {
@@ -138,9 +146,16 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	return g, nil
 }
 
-// Close finishes background writes (queued usage records first), gives
-// back the unspent budget leases and closes the store.
+// Close finishes background work (post-response work, then queued usage
+// records), gives back the unspent budget leases and closes the store.
 func (g *Gateway) Close() error {
+	if g.after != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := g.after.Wait(ctx); err != nil {
+			g.logger().Error("post-response work still running at close", slog.Any("error", err))
+		}
+		cancel()
+	}
 	if g.records != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := g.records.Close(ctx)

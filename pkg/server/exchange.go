@@ -188,13 +188,24 @@ func (x *exchangeState) fail(e *gwerr.Error) {
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)
 }
 
-// finish completes the record: settlement, log line, usage hook. The
-// client may be gone; settlement and the record must still happen, within
-// 5 s and before the request's own deadline (on Lambda the invocation's:
-// the environment may be frozen right after it).
+// finish completes the record: settlement, log line, usage hook, through
+// Options.AfterResponse when it is set. The client may be gone; settlement
+// and the record must still happen, within 5 s and before the request's
+// own deadline (on Lambda the invocation's: the environment may be frozen
+// right after it).
 func (x *exchangeState) finish() {
 	x.rec.Fill(x.req)
 	x.rec.LatencyMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
+	if x.h.opts.AfterResponse != nil {
+		x.h.opts.AfterResponse(x.settleAndRecord)
+		return
+	}
+	x.settleAndRecord()
+}
+
+// settleAndRecord is what follows the response: cost, budget settlement,
+// the log line and the usage record.
+func (x *exchangeState) settleAndRecord() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), finishTimeout)
 	defer cancel()
 	if dl, ok := x.r.Context().Deadline(); ok {

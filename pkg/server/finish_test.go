@@ -41,3 +41,53 @@ func TestRecordContextEndsBeforeTheRequestDeadline(t *testing.T) {
 		t.Fatalf("record context deadline %v, after the request's %v", dl, deadline)
 	}
 }
+
+// TestAfterResponseRunsThePostResponseWork: with AfterResponse set, the
+// handler returns before the log line and the record, which run when the
+// hook runs the work it was given (local mode's background runner); nil
+// runs them before the handler returns (Lambda).
+func TestAfterResponseRunsThePostResponseWork(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	var pending []func()
+	g := newGateway(t, oneRoute("", up.URL), func(o *server.Options) {
+		o.AfterResponse = func(work func()) { pending = append(pending, work) }
+	})
+	returned := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.h.ServeHTTP(w, r)
+		returned <- struct{}{}
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp.Body)
+	<-returned
+	if len(pending) != 1 || len(g.recs()) != 0 || strings.Contains(g.logs.String(), `"status":200`) {
+		t.Fatalf("handler returned with %d pieces of work handed over, %d records, log %q: the work ran in the handler", len(pending), len(g.recs()), g.logs.String())
+	}
+	pending[0]()
+	if recs := g.recs(); len(recs) != 1 || recs[0].Status != 200 || recs[0].LatencyMillis < 0 {
+		t.Fatalf("records after the work ran: %+v", recs)
+	}
+	if !strings.Contains(g.logs.String(), `"status":200`) {
+		t.Errorf("no request log line after the work ran: %s", g.logs.String())
+	}
+
+	inline := newGateway(t, oneRoute("", up.URL))
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inline.h.ServeHTTP(w, r)
+		returned <- struct{}{}
+	}))
+	defer srv2.Close()
+	resp, err = http.Post(srv2.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp.Body)
+	<-returned
+	if len(inline.recs()) != 1 {
+		t.Fatalf("without AfterResponse the record must exist when the handler returns: %d", len(inline.recs()))
+	}
+}

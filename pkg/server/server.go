@@ -46,6 +46,13 @@ type Options struct {
 	// handler returns (on Lambda the environment may freeze right after).
 	// Nil: the record is only logged.
 	Record func(ctx context.Context, rec *exchange.Record)
+	// AfterResponse runs the work that follows a sent response: the
+	// budget settlement, the request log line and Record. Nil runs it
+	// before the handler returns (Lambda: the record must be durable by
+	// then). Local mode hands it to a bounded background runner, so a
+	// kept-alive connection reads its next request at once; whoever sets
+	// it must wait for that work before closing what it writes to.
+	AfterResponse func(work func())
 	// ResolveKey returns the secret a key reference points at; ok false
 	// skips that key. An error skips it too, and /healthz lists it as not
 	// in service (reason keyledger.ReasonMissing when the error wraps

@@ -40,6 +40,9 @@ const (
 	DefaultMaxBatch = 256
 	// DefaultTimeout bounds one batch write.
 	DefaultTimeout = 30 * time.Second
+	// DefaultLinger is how long the writer waits for more records after
+	// the first of a batch.
+	DefaultLinger = 5 * time.Millisecond
 )
 
 // Options configures a [Recorder]; zero fields take the defaults.
@@ -50,6 +53,12 @@ type Options struct {
 	MaxBatch int
 	// Timeout bounds one batch write (DefaultTimeout).
 	Timeout time.Duration
+	// Linger is how long the writer waits for more records once a batch
+	// has its first one (DefaultLinger; negative: not at all). At a steady
+	// trickle of requests it turns one store transaction per record into
+	// one per Linger; a record is written at most Linger later, and Close
+	// does not wait for it.
+	Linger time.Duration
 }
 
 // Recorder queues records for a background writer. Create it with [New];
@@ -75,6 +84,9 @@ func New(w Writer, o Options) *Recorder {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
 	}
 	r := &Recorder{w: w, opts: o, ch: make(chan *exchange.Record, o.Queue), done: make(chan struct{})}
 	go r.loop()
@@ -127,20 +139,39 @@ func (r *Recorder) Close(ctx context.Context) error {
 func (r *Recorder) loop() {
 	defer close(r.done)
 	batch := make([]*exchange.Record, 0, r.opts.MaxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
 	for rec := range r.ch {
 		batch = append(batch[:0], rec)
-	drain:
+		if r.opts.Linger > 0 {
+			linger.Reset(r.opts.Linger)
+		}
+	fill:
 		for len(batch) < r.opts.MaxBatch {
 			select {
 			case next, ok := <-r.ch:
 				if !ok {
-					break drain
+					break fill // closed: write what there is at once
 				}
 				batch = append(batch, next)
+				continue
 			default:
-				break drain
+			}
+			if r.opts.Linger <= 0 {
+				break
+			}
+			select {
+			case next, ok := <-r.ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, next)
+			case <-linger.C:
+				break fill
 			}
 		}
+		linger.Stop()
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 		r.w.RecordBatch(ctx, batch)
 		cancel()

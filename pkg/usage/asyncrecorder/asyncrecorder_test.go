@@ -102,3 +102,52 @@ func TestBatchesLandInTheEmbeddedStore(t *testing.T) {
 		t.Fatalf("%d records stored, want %d", count, n)
 	}
 }
+
+// batchCounter counts RecordBatch calls and the records in them.
+type batchCounter struct {
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (w *batchCounter) Record(_ context.Context, rec *exchange.Record) {
+	w.RecordBatch(context.Background(), []*exchange.Record{rec})
+}
+
+func (w *batchCounter) RecordBatch(_ context.Context, recs []*exchange.Record) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.RequestID)
+	}
+	w.batches = append(w.batches, ids)
+}
+
+// TestLingerBatchesATrickle: records arriving one at a time, each after
+// the previous one was taken, are written as one batch when they come
+// within Linger of the first; without Linger each is its own write. Close
+// writes a lingering batch at once.
+func TestLingerBatchesATrickle(t *testing.T) {
+	for _, tc := range []struct {
+		linger      time.Duration
+		wantBatches int
+	}{{time.Hour, 1}, {-1, 5}} {
+		w := &batchCounter{}
+		r := asyncrecorder.New(w, asyncrecorder.Options{Linger: tc.linger})
+		for i := 0; i < 5; i++ {
+			r.Record(context.Background(), &exchange.Record{RequestID: fmt.Sprint("r", i)})
+			time.Sleep(5 * time.Millisecond) // the writer has taken it
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := r.Close(ctx); err != nil {
+			t.Fatalf("linger %v: Close waited for the linger: %v", tc.linger, err)
+		}
+		cancel()
+		w.mu.Lock()
+		n, got := len(w.batches), fmt.Sprint(w.batches)
+		w.mu.Unlock()
+		if n != tc.wantBatches {
+			t.Errorf("linger %v: batches %s, want %d", tc.linger, got, tc.wantBatches)
+		}
+	}
+}
