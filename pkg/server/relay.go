@@ -98,6 +98,7 @@ type clientWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	mode    writeMode
+	setAt   time.Time // when the write deadline was last set (modeDeadline)
 	async   *asyncWriter
 	// dropped is set when a write stayed blocked past the timeout.
 	dropped bool
@@ -130,11 +131,15 @@ func (c *clientWriter) write(b []byte) error {
 	if c.dropped {
 		return errStalled
 	}
-	if c.mode != modeAsync {
-		// Wall-clock deadlines: the handler's clock (Options.Now) may be
-		// a test's.
-		if err := c.rc.SetWriteDeadline(time.Now().Add(c.timeout)); err == nil {
-			c.mode = modeDeadline
+	// Wall-clock deadlines: the handler's clock (Options.Now) may be a
+	// test's. The deadline is moved only when it was set more than
+	// timeout/16 ago (not on every frame of a fast stream: each move is a
+	// runtime timer update), so every write still has at least 15/16 of
+	// the timeout.
+	now := time.Now()
+	if c.mode == modeUnknown || c.mode == modeDeadline && now.Sub(c.setAt) >= c.timeout/16 {
+		if err := c.rc.SetWriteDeadline(now.Add(c.timeout)); err == nil {
+			c.mode, c.setAt = modeDeadline, now
 		} else if c.mode == modeUnknown {
 			c.mode, c.async = modeAsync, newAsyncWriter(c.w, c.rc)
 		}

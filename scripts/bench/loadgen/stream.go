@@ -31,6 +31,7 @@ func streamClient(conns int) *http.Client {
 // streamObs is what one stream looked like to the client.
 type streamObs struct {
 	ttfb   time.Duration   // request sent -> first data frame read
+	ttfc   time.Duration   // request sent -> first frame with content text read
 	gaps   []time.Duration // between consecutive data frames
 	frames int
 	err    error
@@ -39,7 +40,9 @@ type streamObs struct {
 var (
 	dataPrefix = []byte("data:")
 	doneData   = []byte("[DONE]")
-	errorData  = []byte(`{"error"`)
+	// contentText starts a non-empty content string in a chat chunk.
+	contentText = []byte(`"content":"`)
+	errorData   = []byte(`{"error"`)
 )
 
 // doStream sends one streaming request and reads its SSE frames, noting
@@ -106,6 +109,11 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 			o.gaps = append(o.gaps, now.Sub(last))
 		}
 		last = now
+		if o.ttfc == 0 {
+			if i := bytes.Index(data, contentText); i >= 0 && i+len(contentText) < len(data) && data[i+len(contentText)] != '"' {
+				o.ttfc = now.Sub(start)
+			}
+		}
 		switch {
 		case bytes.Equal(data, doneData):
 			done = true
@@ -119,6 +127,7 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 // StreamResult is one target's figures in stream mode.
 type StreamResult struct {
 	TTFB       Dist   `json:"ttfb_first_data_frame"`
+	TTFC       Dist   `json:"ttfc_first_content_frame"`
 	Gap        Dist   `json:"inter_frame_gap"`
 	Streams    int    `json:"streams"`
 	Errors     int    `json:"errors"`
@@ -156,6 +165,7 @@ func runStream(args []string) error {
 		Concurrency: *conc, Rounds: *rounds, PerRound: *n, Paths: map[string]*StreamResult{}}
 	clients := map[string]*http.Client{}
 	ttfb := map[string][]time.Duration{}
+	ttfc := map[string][]time.Duration{}
 	gaps := map[string][]time.Duration{}
 	for _, t := range targets {
 		rep.Order = append(rep.Order, t.Name)
@@ -202,6 +212,7 @@ func runStream(args []string) error {
 					continue
 				}
 				ttfb[t.Name] = append(ttfb[t.Name], o.ttfb)
+				ttfc[t.Name] = append(ttfc[t.Name], o.ttfc)
 				gaps[t.Name] = append(gaps[t.Name], o.gaps...)
 				if pr.FramesMin < 0 || o.frames < pr.FramesMin {
 					pr.FramesMin = o.frames
@@ -213,7 +224,7 @@ func runStream(args []string) error {
 	var failed error
 	for _, t := range targets {
 		pr := rep.Paths[t.Name]
-		pr.TTFB, pr.Gap = distOf(ttfb[t.Name]), distOf(gaps[t.Name])
+		pr.TTFB, pr.TTFC, pr.Gap = distOf(ttfb[t.Name]), distOf(ttfc[t.Name]), distOf(gaps[t.Name])
 		fmt.Fprintf(os.Stderr, "stream %-12s streams=%d ttfb p50=%.0fus p99=%.0fus gap p50=%.0fus p99=%.0fus frames=%d..%d errors=%d\n",
 			t.Name, pr.Streams, pr.TTFB.P50, pr.TTFB.P99, pr.Gap.P50, pr.Gap.P99, pr.FramesMin, pr.FramesMax, pr.Errors)
 		if pr.Errors > 0 && failed == nil {
