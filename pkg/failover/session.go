@@ -92,6 +92,11 @@ func (s *Session) Next() (exchange.Event, error) {
 	}
 }
 
+// Buffered reports whether Next returns at once: events read before the
+// commit (the head) are waiting, or the upstream already ended
+// (stage.Buffered: the relay writes the head in one write).
+func (s *Session) Buffered() bool { return len(s.head) > 0 || s.ended }
+
 // midStream maps an error after the first token.
 func (s *Session) midStream(err error) error {
 	if err == io.EOF {

@@ -44,18 +44,25 @@ func (x *exchangeState) relay(src stage.Source) {
 		x.rec.Status = http.StatusOK
 		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
 	}
+	// buf holds encoded frames not yet written: while the source has its
+	// next event at hand (stage.Buffered), frames are written together.
 	var buf []byte
+	buffered, _ := src.(stage.Buffered)
 	ev, err := src.Next()
 	for ; err == nil; ev, err = src.Next() {
 		if !stream {
 			enc.Event(nil, &ev)
 			continue
 		}
-		buf = enc.Event(buf[:0], &ev)
+		buf = enc.Event(buf, &ev)
+		if buffered != nil && buffered.Buffered() {
+			continue
+		}
 		if werr := cw.write(buf); werr != nil {
 			err = failover.ErrClientGone
 			break
 		}
+		buf = buf[:0]
 	}
 	src.End(err)
 	u := src.Usage()
@@ -70,7 +77,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
 		cw.write(body)
 	case err == io.EOF:
-		cw.write(enc.End(buf[:0], u))
+		cw.write(enc.End(buf, u))
 	case errors.Is(err, failover.ErrClientGone):
 		x.rec.Outcome = "client_cancelled"
 	case !stream:
@@ -79,7 +86,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		ge := gwerr.As(err)
 		ge.TraceID = x.req.TraceID
 		x.rec.Outcome = string(ge.Category)
-		cw.write(enc.Fail(buf[:0], ge, x.req.ID, u))
+		cw.write(enc.Fail(buf, ge, x.req.ID, u))
 	}
 	if cw.dropped {
 		x.rec.Outcome, x.rec.ClientDropped = "client_cancelled", true
@@ -114,6 +121,8 @@ const (
 
 // errStalled is the error of a write that stayed blocked past the timeout.
 var errStalled = errors.New("client stopped reading")
+
+var _ stage.Buffered = (*failover.Session)(nil)
 
 func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
 	if timeout <= 0 {

@@ -29,6 +29,15 @@ type Source interface {
 	End(err error)
 }
 
+// Buffered is implemented by a Source that knows when its next event is
+// already in memory: Buffered reports true only if Next will return at
+// once, without waiting for the network (a false positive would hold back
+// a frame the client could have had). The relay then writes the events at
+// hand in one write instead of one each.
+type Buffered interface {
+	Buffered() bool
+}
+
 // Decoder reads an upstream's Raw events of one client API back into
 // canonical events (an ingress implements it for its own API: see
 // ingress.RawDecoder). ok is false when the frame carries something the
