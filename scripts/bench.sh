@@ -396,15 +396,16 @@ EOF
 # stage_lambda: the real bootstrap under pkg/lambdaemu's Runtime API emulator
 # (scripts/bench/lambdabench), config from an in-process SSM server, state
 # and usage in dynalite behind the counting proxy; the floor is a
-# hello-world lambdaurl binary built the same way.
+# hello-world lambdaurl binary built the same way (the deploy build's flags,
+# for this machine's architecture).
 stage_lambda() {
 	mkdir -p "$BIN/lambda"
-	local build=(go build -tags lambda.norpc -trimpath)
+	local build=(go build -tags lambda.norpc -trimpath "-ldflags=-s -w")
 	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/bootstrap" ./functions/gateway
 	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/hello" ./scripts/bench/lambdahello
 	go build -o "$BIN/" ./scripts/bench/lambdabench
 	{
-		echo "CGO_ENABLED=0 ${build[*]} (linux/$(go env GOARCH)); the deploy build (scripts/build-lambda.sh) is the same for linux/arm64"
+		echo "CGO_ENABLED=0 ${build[*]} (linux/$(go env GOARCH)): the flags of the deploy build (scripts/build-lambda.sh, linux/arm64)"
 		printf 'bootstrap\t%s\nhello\t%s\n' "$(stat -c %s "$BIN/lambda/bootstrap")" "$(stat -c %s "$BIN/lambda/hello")"
 	} >"$RAW/lambda_build.txt"
 	start_dynamo lambda

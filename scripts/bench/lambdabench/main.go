@@ -4,7 +4,8 @@
 //
 //   - init: process start -> the first GET .../invocation/next (ready for
 //     the first invocation: config read from SSM, clients created), n-init
-//     times each, interleaved;
+//     times each, interleaved; then that process's first invocation (a
+//     non-streaming chat), where any work put off past init would show;
 //   - after the last byte: for each invocation of a warm process, the time
 //     from the last body byte the client reads to the function's next GET
 //     .../invocation/next (its handler returned: on Lambda, the billed time
@@ -141,27 +142,33 @@ func us(d time.Duration) float64 { return math.Round(float64(d.Nanoseconds())/10
 
 // Report is lambdabench's output (raw/lambda.json).
 type Report struct {
-	Mode        string                 `json:"mode"`
-	Status      string                 `json:"status"`
-	Init        InitResult             `json:"init"`
-	Invocations map[string]*InvResult  `json:"invocations"`
-	Order       []string               `json:"order"`
-	Store       StoreResult            `json:"dynamodb_warm"`
-	SSM         map[string]float64     `json:"ssm_calls_per_request_by_operation"`
-	SSMCalls    map[string]int64       `json:"ssm_calls_in_window"`
-	Refresh     string                 `json:"config_refresh"`
-	Settings    map[string]interface{} `json:"settings"`
+	Mode        string                `json:"mode"`
+	Status      string                `json:"status"`
+	Init        InitResult            `json:"init"`
+	Invocations map[string]*InvResult `json:"invocations"`
+	Order       []string              `json:"order"`
+	Store       StoreResult           `json:"dynamodb_warm"`
+	SSM         map[string]float64    `json:"ssm_calls_per_request_by_operation"`
+	SSMCalls    map[string]int64      `json:"ssm_calls_in_window"`
+	Refresh     string                `json:"config_refresh"`
+	Settings    map[string]any        `json:"settings"`
 }
 
 // InitResult is the cold start of both binaries.
 type InitResult struct {
-	Runs          int                `json:"runs"`
-	Gateway       Dist               `json:"gateway_start_to_ready"`
-	Hello         Dist               `json:"hello_start_to_ready"`
-	RatioP50      float64            `json:"ratio_p50"`
-	RatioMean     float64            `json:"ratio_mean"`
-	DynamoPerInit map[string]float64 `json:"dynamodb_calls_per_gateway_init"`
-	SSMPerInit    map[string]float64 `json:"ssm_calls_per_gateway_init"`
+	Runs    int  `json:"runs"`
+	Gateway Dist `json:"gateway_start_to_ready"`
+	Hello   Dist `json:"hello_start_to_ready"`
+	// GatewayFirst and HelloFirst are the first invocation after init
+	// (Invoke -> the next GET next).
+	GatewayFirst Dist    `json:"gateway_first_invocation"`
+	HelloFirst   Dist    `json:"hello_first_invocation"`
+	RatioP50     float64 `json:"ratio_p50"`
+	RatioMean    float64 `json:"ratio_mean"`
+	// DynamoPerInit and SSMPerInit are the gateway's calls per cold start:
+	// init and the first invocation (whose usage record is one PutItem).
+	DynamoPerInit map[string]float64 `json:"dynamodb_calls_per_gateway_cold_start"`
+	SSMPerInit    map[string]float64 `json:"ssm_calls_per_gateway_cold_start"`
 }
 
 // InvResult is one kind of warm invocation.
@@ -234,15 +241,23 @@ func run(ctx context.Context, o options) (*Report, error) {
 	hello := binary{name: "hello", path: o.hello, env: common}
 
 	rep := &Report{Mode: "lambda", Status: "measured", Invocations: map[string]*InvResult{}, Refresh: deployment.DefaultConfigRefresh.String(),
-		Settings: map[string]interface{}{"n_init": o.nInit, "n": o.n, "warmup": o.warmup, "settle": o.settle.String(), "table": o.table,
+		Settings: map[string]any{"n_init": o.nInit, "n": o.n, "warmup": o.warmup, "settle": o.settle.String(), "table": o.table,
 			"config": "SSM " + deployment.ConfigPath(stage) + ": one route to an openai-kind provider at the mock, one team with the example key"}}
 
+	firstEvent, err := loadEvent(filepath.Join(o.events, "function-url-chat.json"))
+	if err != nil {
+		return nil, err
+	}
 	// Init, interleaved. The first start of each is not kept (page cache).
-	var gwInit, helloInit []time.Duration
+	var gwInit, helloInit, gwFirst, helloFirst []time.Duration
 	ssmBefore, kindsBefore := ssmCounts(ssm), kinds.snapshot()
 	for i := -1; i < o.nInit; i++ {
 		for _, b := range []binary{gw, hello} {
-			d, err := b.coldStart(ctx)
+			want := `"chat.completion"`
+			if b.name == "hello" {
+				want = "hello, world"
+			}
+			d, first, err := b.coldStart(ctx, firstEvent, want)
 			if err != nil {
 				return nil, err
 			}
@@ -250,19 +265,20 @@ func run(ctx context.Context, o options) (*Report, error) {
 				continue
 			}
 			if b.name == "gateway" {
-				gwInit = append(gwInit, d)
+				gwInit, gwFirst = append(gwInit, d), append(gwFirst, first)
 			} else {
-				helloInit = append(helloInit, d)
+				helloInit, helloFirst = append(helloInit, d), append(helloFirst, first)
 			}
 		}
 	}
-	rep.Init = InitResult{Runs: o.nInit, Gateway: distOf(gwInit), Hello: distOf(helloInit),
+	rep.Init = InitResult{Runs: o.nInit, Gateway: distOf(gwInit), Hello: distOf(helloInit), GatewayFirst: distOf(gwFirst), HelloFirst: distOf(helloFirst),
 		SSMPerInit: perN(diff(ssmBefore, ssmCounts(ssm)), o.nInit+1), DynamoPerInit: perN(diff(kindsBefore, kinds.snapshot()), o.nInit+1)}
 	if rep.Init.Hello.P50 > 0 && rep.Init.Hello.Mean > 0 {
 		rep.Init.RatioP50 = round3(rep.Init.Gateway.P50 / rep.Init.Hello.P50)
 		rep.Init.RatioMean = round3(rep.Init.Gateway.Mean / rep.Init.Hello.Mean)
 	}
-	fmt.Fprintf(os.Stderr, "lambda init p50: gateway %.2f ms, hello %.2f ms, ratio %.2fx\n", rep.Init.Gateway.P50/1000, rep.Init.Hello.P50/1000, rep.Init.RatioP50)
+	fmt.Fprintf(os.Stderr, "lambda init p50: gateway %.2f ms, hello %.2f ms, ratio %.2fx; first invocation p50: gateway %.2f ms, hello %.2f ms\n",
+		rep.Init.Gateway.P50/1000, rep.Init.Hello.P50/1000, rep.Init.RatioP50, rep.Init.GatewayFirst.P50/1000, rep.Init.HelloFirst.P50/1000)
 
 	// Warm invocations, interleaved: non-streaming, streaming, hello.
 	gwProc, err := gw.start(ctx)
@@ -467,18 +483,23 @@ func (b binary) start(ctx context.Context) (*process, error) {
 	return p, nil
 }
 
-// coldStart returns the time from process start to its first GET next.
-func (b binary) coldStart(ctx context.Context) (time.Duration, error) {
+// coldStart returns the time from process start to its first GET next,
+// and the duration of the first invocation (event, answered with want).
+func (b binary) coldStart(ctx context.Context, event []byte, want string) (ready, first time.Duration, err error) {
 	p, t0, err := b.launch()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer p.stop()
 	at, err := p.waitNext(ctx, t0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return at.Sub(t0), nil
+	s, err := p.invoke(ctx, event, want)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: first invocation: %w", b.name, err)
+	}
+	return at.Sub(t0), s.duration, nil
 }
 
 func (b binary) launch() (*process, time.Time, error) {
