@@ -196,7 +196,7 @@ if [ -n "$SMOKE" ]; then
 	COLD_N=3
 	FAIL=(-rounds 1 -n 10 -warmup 2)
 	STORE_N=(-n 10 -warmup 2 -settle 300ms)
-	LAMBDA_N=(-n-init 3 -n 10 -warmup 2 -settle 300ms)
+	LAMBDA_N=(-n-init 3 -n 10 -warmup 2 -settle 300ms -n-slow 1)
 	BENCHTIME=-benchtime=100x
 	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
@@ -209,7 +209,7 @@ else
 	COLD_N=30
 	FAIL=(-rounds 5 -n 300 -warmup 50)
 	STORE_N=(-n 300 -warmup 50 -settle 1s)
-	LAMBDA_N=(-n-init 30 -n 300 -warmup 30 -settle 1s)
+	LAMBDA_N=(-n-init 30 -n 300 -warmup 30 -settle 1s -n-slow 10)
 	BENCHTIME=
 	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
@@ -410,9 +410,13 @@ stage_lambda() {
 	} >"$RAW/lambda_build.txt"
 	start_dynamo lambda
 	start_mock mock_lambda
+	local mock=$MOCK_ADDR
+	# A model that answers after 1.2 s: longer than the shared state's
+	# flush intervals (1 s), as real model calls are.
+	start_mock mock_lambda_slow -latency 1200ms
 	"$BIN/lambdabench" -bootstrap "$BIN/lambda/bootstrap" -hello "$BIN/lambda/hello" -events "$ROOT/events" \
-		-dynamodb "http://$DYNAMO_COUNTER" -counts "http://$DYNAMO_COUNTER/__bench/counts" -upstream "http://$MOCK_ADDR" \
-		"${LAMBDA_N[@]}" -out "$RAW/lambda.json"
+		-dynamodb "http://$DYNAMO_COUNTER" -counts "http://$DYNAMO_COUNTER/__bench/counts" -upstream "http://$mock" \
+		-slow-upstream "http://$MOCK_ADDR" "${LAMBDA_N[@]}" -out "$RAW/lambda.json"
 }
 
 stage_gobench() {

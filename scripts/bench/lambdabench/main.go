@@ -43,6 +43,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,8 @@ func main() {
 	flag.StringVar(&o.upstream, "upstream", "", "the mock upstream's base URL (http://host:port)")
 	flag.StringVar(&o.events, "events", "events", "directory of the sample Function URL events")
 	flag.StringVar(&o.table, "table", "llmgw-bench-lambda", "DynamoDB table (created when missing)")
+	flag.StringVar(&o.slowUpstream, "slow-upstream", "", "optional: a mock upstream slower than 1 s (route bench-slow), for a second warm window")
+	flag.IntVar(&o.nSlow, "n-slow", 5, "measured invocations per kind (non-streaming, streaming) on the slow upstream")
 	flag.IntVar(&o.nInit, "n-init", 20, "cold starts per binary")
 	flag.IntVar(&o.n, "n", 200, "measured invocations per kind (non-streaming, streaming, hello) on warm processes")
 	flag.IntVar(&o.warmup, "warmup", 20, "unmeasured invocations per kind first")
@@ -105,7 +108,8 @@ func main() {
 
 type options struct {
 	bootstrap, hello, dynamodb, counts, upstream, events, table string
-	nInit, n, warmup                                            int
+	slowUpstream                                                string
+	nInit, n, warmup, nSlow                                     int
 	settle                                                      time.Duration
 }
 
@@ -151,6 +155,7 @@ type Report struct {
 	SSM         map[string]float64    `json:"ssm_calls_per_request_by_operation"`
 	SSMCalls    map[string]int64      `json:"ssm_calls_in_window"`
 	Refresh     string                `json:"config_refresh"`
+	Slow        *SlowResult           `json:"slow_upstream,omitempty"`
 	Settings    map[string]any        `json:"settings"`
 }
 
@@ -185,6 +190,14 @@ type InvResult struct {
 	EOFAfterLastByte Dist `json:"eof_after_last_byte"`
 }
 
+// SlowResult is the warm window on the slow upstream (-slow-upstream).
+type SlowResult struct {
+	Store         StoreResult      `json:"dynamodb"`
+	SSMCalls      map[string]int64 `json:"ssm_calls_in_window"`
+	Duration      Dist             `json:"duration"`
+	AfterLastByte Dist             `json:"after_last_byte"`
+}
+
 // StoreResult is the DynamoDB calls of the warm window.
 type StoreResult struct {
 	Requests     int                `json:"requests"`
@@ -201,25 +214,40 @@ type StoreResult struct {
 }
 
 // gatewayConfig is the function's config in SSM.
-func gatewayConfig(upstream string) string {
-	return fmt.Sprintf(`providers:
+// With slow set, a second route, bench-slow, to a provider there.
+func gatewayConfig(upstream, slow string) string {
+	c := fmt.Sprintf(`providers:
   mock:
     kind: openai
     base_url: %s/v1
-routes:
+`, strings.TrimSuffix(upstream, "/"))
+	if slow != "" {
+		c += fmt.Sprintf(`  slow:
+    kind: openai
+    base_url: %s/v1
+`, strings.TrimSuffix(slow, "/"))
+	}
+	c += `routes:
   bench:
     targets:
       - {provider: mock, model: bench-model}
-teams:
+`
+	if slow != "" {
+		c += `  bench-slow:
+    targets:
+      - {provider: slow, model: bench-model}
+`
+	}
+	return c + fmt.Sprintf(`teams:
   bench:
     keys: [{id: example, sha256: %s}]
-`, strings.TrimSuffix(upstream, "/"), exampleKeyHash)
+`, exampleKeyHash)
 }
 
 func run(ctx context.Context, o options) (*Report, error) {
 	ssm := ssmtest.New()
 	defer ssm.Close()
-	ssm.Put(deployment.ConfigPath(stage)+"/00-bench", "String", gatewayConfig(o.upstream))
+	ssm.Put(deployment.ConfigPath(stage)+"/00-bench", "String", gatewayConfig(o.upstream, o.slowUpstream))
 
 	// Every DynamoDB call of the function passes through kinds (its own
 	// tally by item kind) on its way to the counting proxy.
@@ -241,10 +269,10 @@ func run(ctx context.Context, o options) (*Report, error) {
 	hello := binary{name: "hello", path: o.hello, env: common}
 
 	rep := &Report{Mode: "lambda", Status: "measured", Invocations: map[string]*InvResult{}, Refresh: deployment.DefaultConfigRefresh.String(),
-		Settings: map[string]any{"n_init": o.nInit, "n": o.n, "warmup": o.warmup, "settle": o.settle.String(), "table": o.table,
+		Settings: map[string]any{"n_init": o.nInit, "n": o.n, "n_slow": o.nSlow, "warmup": o.warmup, "settle": o.settle.String(), "table": o.table,
 			"config": "SSM " + deployment.ConfigPath(stage) + ": one route to an openai-kind provider at the mock, one team with the example key"}}
 
-	firstEvent, err := loadEvent(filepath.Join(o.events, "function-url-chat.json"))
+	firstEvent, err := loadEvent(filepath.Join(o.events, "function-url-chat.json"), "bench")
 	if err != nil {
 		return nil, err
 	}
@@ -291,19 +319,13 @@ func run(ctx context.Context, o options) (*Report, error) {
 		return nil, err
 	}
 	defer helloProc.stop()
-	type kind struct {
-		name  string
-		p     *process
-		event []byte
-		want  string
-	}
 	var kindsList []kind
 	for _, k := range []struct{ name, file, want string }{
 		{"gateway_nonstream", "function-url-chat.json", `"chat.completion"`},
 		{"gateway_stream", "function-url-chat-stream.json", "data: [DONE]"},
 		{"hello", "function-url-chat.json", "hello, world"},
 	} {
-		ev, err := loadEvent(filepath.Join(o.events, k.file))
+		ev, err := loadEvent(filepath.Join(o.events, k.file), "bench")
 		if err != nil {
 			return nil, err
 		}
@@ -339,25 +361,18 @@ func run(ctx context.Context, o options) (*Report, error) {
 			return nil, err
 		}
 	}
-	time.Sleep(o.settle)
-	before, err := fetchCounts(o.counts)
-	if err != nil {
-		return nil, err
-	}
-	ssmBefore, kindsBefore = ssmCounts(ssm), kinds.snapshot()
-	t0 := time.Now()
-	for i := 0; i < o.n; i++ {
-		if err := round(true); err != nil {
-			return nil, err
-		}
-	}
-	elapsed := time.Since(t0)
-	time.Sleep(o.settle)
-	after, err := fetchCounts(o.counts)
-	if err != nil {
-		return nil, err
-	}
 	requests := 2 * o.n // the gateway's: non-streaming and streaming
+	st, ssmCalls, err := measureWindow(o, kinds, ssm, requests, func() error {
+		for i := 0; i < o.n; i++ {
+			if err := round(true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range kindsList {
 		m := samples[k.name]
 		rep.Invocations[k.name] = &InvResult{Invocations: len(m[0]), Duration: distOf(m[0]), FirstByte: distOf(m[1]),
@@ -366,30 +381,59 @@ func run(ctx context.Context, o options) (*Report, error) {
 		fmt.Fprintf(os.Stderr, "lambda %-18s after last byte p50 %.3f ms p99 %.3f ms, duration p50 %.3f ms\n", k.name,
 			r.AfterLastByte.P50/1000, r.AfterLastByte.P99/1000, r.Duration.P50/1000)
 	}
-	st := StoreResult{Requests: requests, Seconds: elapsed.Seconds(), PerOp: map[string]float64{}, PerKind: perN(diff(kindsBefore, kinds.snapshot()), requests)}
-	st.Counted = diff(kindsBefore, kinds.snapshot())
-	for op, v := range after {
-		d := v - before[op]
-		if d == 0 {
-			continue
-		}
-		per := float64(d) / float64(requests)
-		short := op[strings.LastIndexByte(op, '.')+1:]
-		st.PerOp[short] += per
-		switch {
-		case slices.Contains(dynamoReads, short):
-			st.ReadsPerReq += per
-		case slices.Contains(dynamoWrites, short):
-			st.WritesPerReq += per
-		default:
-			st.OtherPerReq += per
-		}
-	}
 	rep.Store = st
-	rep.SSMCalls = diff(ssmBefore, ssmCounts(ssm))
+	rep.SSMCalls = ssmCalls
 	rep.SSM = perN(rep.SSMCalls, requests)
 	fmt.Fprintf(os.Stderr, "lambda dynamodb per request: %.3f reads, %.3f writes (%v); ssm calls in the window: %v\n",
 		st.ReadsPerReq, st.WritesPerReq, st.PerKind, rep.SSMCalls)
+
+	if o.slowUpstream == "" {
+		return rep, nil
+	}
+	// The same warm process on a route whose upstream takes longer than the
+	// shared state's flush intervals to answer: a Lambda instance serves
+	// one request at a time, and model calls last seconds.
+	var slow []kind
+	for _, k := range []struct{ name, file, want string }{
+		{"gateway_nonstream_slow", "function-url-chat.json", `"chat.completion"`},
+		{"gateway_stream_slow", "function-url-chat-stream.json", "data: [DONE]"},
+	} {
+		ev, err := loadEvent(filepath.Join(o.events, k.file), "bench-slow")
+		if err != nil {
+			return nil, err
+		}
+		slow = append(slow, kind{k.name, gwProc, ev, k.want})
+	}
+	var durations, afterLast []time.Duration
+	slowRound := func(measure bool) error {
+		for _, k := range slow {
+			s, err := k.p.invoke(ctx, k.event, k.want)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k.name, err)
+			}
+			if measure {
+				durations, afterLast = append(durations, s.duration), append(afterLast, s.afterLast)
+			}
+		}
+		return nil
+	}
+	if err := slowRound(false); err != nil {
+		return nil, err
+	}
+	sst, sssm, err := measureWindow(o, kinds, ssm, 2*o.nSlow, func() error {
+		for i := 0; i < o.nSlow; i++ {
+			if err := slowRound(true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Slow = &SlowResult{Store: sst, SSMCalls: sssm, Duration: distOf(durations), AfterLastByte: distOf(afterLast)}
+	fmt.Fprintf(os.Stderr, "lambda slow upstream (duration p50 %.0f ms): dynamodb per request %.3f reads, %.3f writes (%v); after last byte p50 %.3f ms\n",
+		rep.Slow.Duration.P50/1000, sst.ReadsPerReq, sst.WritesPerReq, sst.PerKind, rep.Slow.AfterLastByte.P50/1000)
 	return rep, nil
 }
 
@@ -436,8 +480,8 @@ func fetchCounts(u string) (map[string]int64, error) {
 	return m, nil
 }
 
-// loadEvent reads a sample event and points its request at route bench.
-func loadEvent(path string) ([]byte, error) {
+// loadEvent reads a sample event and points its request at route.
+func loadEvent(path, route string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -450,8 +494,59 @@ func loadEvent(path string) ([]byte, error) {
 	if !strings.Contains(body, `"model":"demo"`) {
 		return nil, fmt.Errorf("%s: body has no \"model\":\"demo\"", path)
 	}
-	ev["body"] = strings.Replace(body, `"model":"demo"`, `"model":"bench"`, 1)
+	ev["body"] = strings.Replace(body, `"model":"demo"`, `"model":`+strconv.Quote(route), 1)
 	return json.Marshal(ev)
+}
+
+// kind is one kind of invocation: the event, its process, the text its
+// answer must hold.
+type kind struct {
+	name  string
+	p     *process
+	event []byte
+	want  string
+}
+
+// measureWindow runs body between two readings of the call counts (each
+// after a pause of o.settle, for background writes) and returns the
+// DynamoDB calls per request and the SSM calls of the window.
+func measureWindow(o options, kinds *kindCounter, ssm *ssmtest.Server, requests int, body func() error) (StoreResult, map[string]int64, error) {
+	time.Sleep(o.settle)
+	before, err := fetchCounts(o.counts)
+	if err != nil {
+		return StoreResult{}, nil, err
+	}
+	ssmBefore, kindsBefore := ssmCounts(ssm), kinds.snapshot()
+	t0 := time.Now()
+	if err := body(); err != nil {
+		return StoreResult{}, nil, err
+	}
+	elapsed := time.Since(t0)
+	time.Sleep(o.settle)
+	after, err := fetchCounts(o.counts)
+	if err != nil {
+		return StoreResult{}, nil, err
+	}
+	seen := diff(kindsBefore, kinds.snapshot())
+	st := StoreResult{Requests: requests, Seconds: elapsed.Seconds(), PerOp: map[string]float64{}, PerKind: perN(seen, requests), Counted: seen}
+	for op, v := range after {
+		d := v - before[op]
+		if d == 0 {
+			continue
+		}
+		per := float64(d) / float64(requests)
+		short := op[strings.LastIndexByte(op, '.')+1:]
+		st.PerOp[short] += per
+		switch {
+		case slices.Contains(dynamoReads, short):
+			st.ReadsPerReq += per
+		case slices.Contains(dynamoWrites, short):
+			st.WritesPerReq += per
+		default:
+			st.OtherPerReq += per
+		}
+	}
+	return st, diff(ssmBefore, ssmCounts(ssm)), nil
 }
 
 // binary is a Lambda function's executable and environment.
@@ -637,6 +732,15 @@ func startKindCounter(upstream string) (*kindCounter, error) {
 	}
 	k := &kindCounter{URL: "http://" + ln.Addr().String(), n: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// A call cut off because the function was stopped (the cold starts
+	// kill each process after its first invocation, background flushes
+	// may be in flight) is counted apart, not logged.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		k.mu.Lock()
+		k.n["(cut off: "+r.Header.Get("X-Amz-Target")[strings.LastIndexByte(r.Header.Get("X-Amz-Target"), '.')+1:]+")"]++
+		k.mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	k.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(b))
