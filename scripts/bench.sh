@@ -10,8 +10,8 @@
 #
 # It builds everything into a temporary directory, runs every stage (latency
 # at concurrency 1, saturation, streaming, memory with open streams, cold
-# start and binary size, failover, DynamoDB calls per request, Go benchmarks
-# and CPU profiles), keeps the raw outputs and generates the report from them.
+# start and binary size, failover, DynamoDB calls per request, the Lambda
+# figures through the Runtime API emulator, Go benchmarks and CPU profiles), keeps the raw outputs and generates the report from them.
 #
 # Usage: scripts/bench.sh              full run -> docs/bench/results.md, docs/bench/raw/
 #        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
@@ -20,7 +20,7 @@
 # Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"
 # (a note printed in the report, e.g. "machine shared"), BENCH_STAGES="latency
 # store ..." (run only these stages; default all: latency saturate stream memory
-# cold failover store gobench profile).
+# cold failover store lambda gobench profile).
 # Exits non-zero if any stage failed; the report is written either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -196,6 +196,7 @@ if [ -n "$SMOKE" ]; then
 	COLD_N=3
 	FAIL=(-rounds 1 -n 10 -warmup 2)
 	STORE_N=(-n 10 -warmup 2 -settle 300ms)
+	LAMBDA_N=(-n-init 3 -n 10 -warmup 2 -settle 300ms -n-slow 1)
 	BENCHTIME=-benchtime=100x
 	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
@@ -208,6 +209,7 @@ else
 	COLD_N=30
 	FAIL=(-rounds 5 -n 300 -warmup 50)
 	STORE_N=(-n 300 -warmup 50 -settle 1s)
+	LAMBDA_N=(-n-init 30 -n 300 -warmup 30 -settle 1s -n-slow 10)
 	BENCHTIME=
 	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
@@ -324,6 +326,32 @@ EOF
 		-target "refused=http://$gw$CHAT@bench-refused" -target "open=http://$gw$CHAT@bench-open" -out "$RAW/failover.json"
 }
 
+# start_dynamo NAME: dynalite (from node_modules) with floorproxy's counting
+# reverse proxy in front of it, which counts DynamoDB calls by X-Amz-Target
+# and serves them at /__bench/counts. Sets DYNAMO_COUNTER (its host:port)
+# and exports the AWS variables for the emulator: its endpoint and static
+# dummy credentials, so the SDK's chain stops there (no instance metadata
+# lookups).
+start_dynamo() {
+	local name=$1
+	if [ ! -f node_modules/dynalite/cli.js ]; then
+		npm ci --no-audit --no-fund --loglevel=error
+	fi
+	local port
+	port=$("$LG" freeport)
+	start "dynalite_$name" node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
+		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	for _ in $(seq 300); do
+		"$LG" fetch -any-status -url "http://127.0.0.1:$port/" -timeout 1s 2>/dev/null && break
+		sleep 0.1
+	done
+	start "count_$name" "$BIN/floorproxy" -mode reverseproxy -count -upstream "127.0.0.1:$port" -addr-file "$WORK/count_$name.addr"
+	wait_file "$WORK/count_$name.addr" "$STARTED_PID" "count_$name"
+	DYNAMO_COUNTER=$(cat "$WORK/count_$name.addr")
+	export AWS_ENDPOINT_URL_DYNAMODB="http://$DYNAMO_COUNTER" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench \
+		AWS_SECRET_ACCESS_KEY=bench AWS_EC2_METADATA_DISABLED=true
+}
+
 stage_store() {
 	local help
 	help=$("$BIN/gateway" -help 2>&1 || true)
@@ -332,25 +360,8 @@ stage_store() {
 		echo "pending: store not wired (no -store flag in gateway -help)"
 		return 0
 	fi
-	if [ ! -f node_modules/dynalite/cli.js ]; then
-		npm ci --no-audit --no-fund --loglevel=error
-	fi
-	local port
-	port=$("$LG" freeport)
-	start dynalite node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
-		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0
-	for _ in $(seq 300); do
-		"$LG" fetch -any-status -url "http://127.0.0.1:$port/" -timeout 1s 2>/dev/null && break
-		sleep 0.1
-	done
-	start count_store "$BIN/floorproxy" -mode reverseproxy -count -upstream "127.0.0.1:$port" -addr-file "$WORK/count_store.addr"
-	wait_file "$WORK/count_store.addr" "$STARTED_PID" count_store
-	local counter
-	counter=$(cat "$WORK/count_store.addr")
-	# Static dummy credentials for the emulator: the SDK's chain stops there
-	# (no instance metadata lookups).
-	export AWS_ENDPOINT_URL_DYNAMODB="http://$counter" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench \
-		AWS_SECRET_ACCESS_KEY=bench AWS_EC2_METADATA_DISABLED=true
+	start_dynamo store
+	local counter=$DYNAMO_COUNTER
 	start_mock mock_store
 	local dead
 	dead=$("$LG" freeport)
@@ -380,6 +391,32 @@ EOF
 	fi
 	"$LG" storecalls -counts "http://$counter/__bench/counts" "${STORE_N[@]}" \
 		-target "happy=http://$gw$CHAT@bench" -target "refused=http://$gw$CHAT@bench-refused" -out "$RAW/store.json"
+}
+
+# stage_lambda: the real bootstrap under pkg/lambdaemu's Runtime API emulator
+# (scripts/bench/lambdabench), config from an in-process SSM server, state
+# and usage in dynalite behind the counting proxy; the floor is a
+# hello-world lambdaurl binary built the same way (the deploy build's flags,
+# for this machine's architecture).
+stage_lambda() {
+	mkdir -p "$BIN/lambda"
+	local build=(go build -tags lambda.norpc -trimpath "-ldflags=-s -w")
+	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/bootstrap" ./functions/gateway
+	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/hello" ./scripts/bench/lambdahello
+	go build -o "$BIN/" ./scripts/bench/lambdabench
+	{
+		echo "CGO_ENABLED=0 ${build[*]} (linux/$(go env GOARCH)): the flags of the deploy build (scripts/build-lambda.sh, linux/arm64)"
+		printf 'bootstrap\t%s\nhello\t%s\n' "$(stat -c %s "$BIN/lambda/bootstrap")" "$(stat -c %s "$BIN/lambda/hello")"
+	} >"$RAW/lambda_build.txt"
+	start_dynamo lambda
+	start_mock mock_lambda
+	local mock=$MOCK_ADDR
+	# A model that answers after 1.2 s: longer than the shared state's
+	# flush intervals (1 s), as real model calls are.
+	start_mock mock_lambda_slow -latency 1200ms
+	"$BIN/lambdabench" -bootstrap "$BIN/lambda/bootstrap" -hello "$BIN/lambda/hello" -events "$ROOT/events" \
+		-dynamodb "http://$DYNAMO_COUNTER" -counts "http://$DYNAMO_COUNTER/__bench/counts" -upstream "http://$mock" \
+		-slow-upstream "http://$MOCK_ADDR" "${LAMBDA_N[@]}" -out "$RAW/lambda.json"
 }
 
 stage_gobench() {
@@ -493,9 +530,9 @@ if [[ " ${FAILED[*]} " == *" build "* ]]; then
 	echo "build failed: nothing to measure" >&2
 	exit 1
 fi
-for stage in ${BENCH_STAGES:-latency saturate stream memory cold failover store gobench profile}; do
+for stage in ${BENCH_STAGES:-latency saturate stream memory cold failover store lambda gobench profile}; do
 	case "$stage" in
-	latency | saturate | stream | memory | cold | failover | store | gobench | profile) run_stage "$stage" "stage_$stage" ;;
+	latency | saturate | stream | memory | cold | failover | store | lambda | gobench | profile) run_stage "$stage" "stage_$stage" ;;
 	*)
 		echo "unknown stage $stage in BENCH_STAGES" >&2
 		FAILED+=("$stage")

@@ -41,6 +41,12 @@ type Runtime struct {
 	// with each invocation; empty sends an all-zero root, unsampled. Set
 	// it before the first Invoke.
 	TraceID string
+	// OnNext, when set, is called at the start of every GET
+	// .../invocation/next, before it waits for an event: the moment the
+	// function is ready for its first invocation, or has returned from the
+	// previous one. It runs on the request's goroutine, so it must be safe
+	// for concurrent use and quick. Set it before the function starts.
+	OnNext func()
 }
 
 type invocation struct {
@@ -113,6 +119,9 @@ func (rt *Runtime) Invoke(ctx context.Context, event []byte, deadline time.Time)
 }
 
 func (rt *Runtime) next(w http.ResponseWriter, r *http.Request) {
+	if rt.OnNext != nil {
+		rt.OnNext()
+	}
 	select {
 	case inv := <-rt.queue:
 		h := w.Header()
