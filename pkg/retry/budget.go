@@ -12,11 +12,12 @@ import (
 //
 // A shared budget ([NewSharedBudget]) counts every instance's attempts:
 // each instance counts locally, flushes its counts to the store in batches
-// (at most once per FlushInterval per provider, in the background, like
-// the breaker's window counts), and learns the others' from the flush's
-// answer and from a periodic read of the minute. A request never waits on
-// the store, except the first retry decision of a provider an instance
-// knows nothing about yet (one bounded read).
+// (in the background: at most once per FlushInterval per provider while
+// retries are pending, once per 10 s slot for first attempts alone), and
+// learns the others' from the flush's answer and, while
+// retries happen, from a periodic read of the minute. A request never
+// waits on the store, except a retry decision on counts older than one
+// flush interval (one bounded sync).
 type Budget struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

@@ -24,7 +24,7 @@ type Store interface {
 // Shared budget defaults.
 const (
 	// DefaultFlushInterval is the shortest gap between two flushes of a
-	// provider's counts.
+	// provider's counts when retries are among them.
 	DefaultFlushInterval = time.Second
 	// DefaultReadInterval is how often a provider's whole minute is re-read
 	// (the current slot is learned from every flush's answer).
@@ -40,7 +40,9 @@ type SharedOptions struct {
 	// interval.
 	FlushInterval time.Duration
 	// ReadInterval is how often the provider's minute is re-read from the
-	// store (default 10s, one slot).
+	// store in the background while retries happen at that provider
+	// (default 10s, one slot). Without retries nothing is read until a
+	// retry decision needs it (one bounded read then).
 	ReadInterval time.Duration
 	// StoreTimeout bounds every store call (default 250ms).
 	StoreTimeout time.Duration
@@ -70,9 +72,28 @@ func NewSharedBudget(st Store, opt SharedOptions) *Budget {
 	return b
 }
 
-// maybeSyncLocked starts a background sync of the provider when one is due.
+// maybeSyncLocked starts a background sync of the provider when one is
+// due, at most once per FlushInterval: at once when retries are pending;
+// first attempts alone once their slot has ended, so they cost one write
+// per slot (10 s) however they are spread. First attempts only raise other
+// instances' budgets, so their lag errs on the safe side (the fleet allows
+// fewer retries, never more), and a single-request-at-a-time instance
+// (Lambda, in front of a model that takes seconds) does not write once per
+// request.
 func (b *Budget) maybeSyncLocked(provider string, w *window, now time.Time) {
 	if b.st == nil || w.busy || now.Sub(w.lastSync) < b.opt.FlushInterval {
+		return
+	}
+	sec := now.Unix()
+	cur := sec - sec%slotLen
+	due := false
+	for i := range slots {
+		if w.retries[i] > 0 || w.requests[i] > 0 && w.start[i] < cur {
+			due = true
+			break
+		}
+	}
+	if !due {
 		return
 	}
 	w.busy, w.synced = true, make(chan struct{})
@@ -101,7 +122,10 @@ func (b *Budget) sync(provider string, w *window, blocking bool) {
 	}
 	sec := now.Unix()
 	cur := sec - sec%slotLen
-	read := !w.read || w.readStart != cur || now.Sub(w.lastRead) >= b.opt.ReadInterval
+	stale := !w.read || w.readStart != cur || now.Sub(w.lastRead) >= b.opt.ReadInterval
+	// In the background the minute is only kept fresh while someone
+	// retries at the provider; a decision (blocking) always reads.
+	read := stale && (blocking || w.retried(cur))
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -178,6 +202,17 @@ func (b *Budget) sync(provider string, w *window, blocking bool) {
 		w.shRet[i] = max(w.shRet[i], it.Nums[attrRetries])
 	}
 	w.read, w.readStart, w.lastRead = true, cur, now
+}
+
+// retried reports whether the minute up to the slot starting at cur has
+// seen a retry, here or (as last seen) on any instance.
+func (w *window) retried(cur int64) bool {
+	for i := range slots {
+		if d := cur - w.start[i]; d >= 0 && d < slots*slotLen && (w.retries[i] > 0 || w.shRet[i] > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // slotStart parses the slot start (unix seconds) of a slot item's SK.

@@ -16,6 +16,7 @@ func TestSharedBudget(t *testing.T) {
 		{Name: "FloorIsTheFleets", Fn: testFleetFloor},
 		{Name: "RatioCountsEveryInstancesTraffic", Fn: testFleetRatio},
 		{Name: "NoStoreCallPerRequest", Fn: testBatched},
+		{Name: "OneRequestAtATimeWritesOncePerSlot", Fn: testQuiet},
 		{Name: "StoreDownFallsBackToLocalCounts", Fn: testStoreDown},
 	})
 }
@@ -116,5 +117,45 @@ func testStoreDown(t *testing.T, e *storetest.Env) {
 	}
 	if allowed != 10 {
 		t.Fatalf("allowed %d retries on local counts, want 10", allowed)
+	}
+}
+
+// testQuiet: an instance serving one request at a time, each longer than
+// the flush interval (a Lambda instance in front of a model), flushes its
+// first attempts once per slot, not once per request, and reads nothing
+// while nobody retries; a retry decision then still sees the fleet's
+// first attempts (one bounded read) and its retries are flushed within the
+// flush interval.
+func testQuiet(t *testing.T, e *storetest.Env) {
+	st := &storetest.Counting{Store: e.Store}
+	a := newShared(e, st)
+	for i := 0; i < 10; i++ { // 12 s
+		a.Request("p")
+		a.Wait()
+		e.Advance(1200 * time.Millisecond)
+	}
+	reads, writes := st.Counts()
+	if writes > 2 || reads > 0 { // slots [0,10) and [10,20): the first flushed at 10.8 s
+		t.Fatalf("10 first attempts 1.2 s apart: %d reads, %d writes; want at most one write per 10 s slot and no read", reads, writes)
+	}
+	a.Flush()
+	b := newShared(e, e.Store)
+	allowed := 0
+	for i := 0; i < 8; i++ {
+		if b.Retry("p", 0.5, 0) { // 50% of the fleet's 10 first attempts
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Fatalf("another instance allowed %d retries, want 5 (half the fleet's first attempts)", allowed)
+	}
+	_, before := st.Counts()
+	b2 := newShared(e, st)
+	b2.Retry("p", 0.5, 0)
+	e.Advance(1100 * time.Millisecond)
+	b2.Request("p") // the next request after the flush interval flushes the pending retry
+	b2.Wait()
+	if _, after := st.Counts(); after == before {
+		t.Fatal("a pending retry was not flushed within the flush interval")
 	}
 }
