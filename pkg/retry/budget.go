@@ -150,6 +150,6 @@ func (b *Budget) refreshLocked(provider string, w *window) {
 	}
 	w.busy, w.synced = true, make(chan struct{})
 	b.mu.Unlock()
-	b.sync(provider, w, true)
+	b.sync(provider, w, true, false)
 	b.mu.Lock()
 }

@@ -97,7 +97,7 @@ func (b *Budget) maybeSyncLocked(provider string, w *window, now time.Time) {
 		return
 	}
 	w.busy, w.synced = true, make(chan struct{})
-	b.call.Go(func() { b.sync(provider, w, false) })
+	b.call.Go(func() { b.sync(provider, w, false, false) })
 }
 
 // pendingSlot is a slot's unflushed counts.
@@ -108,20 +108,28 @@ type pendingSlot struct {
 }
 
 // sync flushes the provider's unflushed counts and, when due, re-reads its
-// minute; blocking marks a sync on a request's path. w.busy and w.synced
-// are set by the caller; sync clears busy and closes synced.
-func (b *Budget) sync(provider string, w *window, blocking bool) {
+// minute; blocking marks a sync on a request's path, final one that must
+// flush everything (Flush). w.busy and w.synced are set by the caller; sync
+// clears busy and closes synced.
+func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 	now := b.now()
 	b.mu.Lock()
 	w.lastSync = now
+	sec := now.Unix()
+	cur := sec - sec%slotLen
+	// Without a retry pending, a background sync flushes only slots that
+	// have ended: the current one's first attempts wait for its end, so
+	// they cost one write per slot.
+	all := blocking || final
+	for i := range slots {
+		all = all || w.retries[i] > 0
+	}
 	var flush []pendingSlot
 	for i := range slots {
-		if w.requests[i] > 0 || w.retries[i] > 0 {
+		if (w.requests[i] > 0 || w.retries[i] > 0) && (all || w.start[i] < cur) {
 			flush = append(flush, pendingSlot{i, w.start[i], w.requests[i], w.retries[i]})
 		}
 	}
-	sec := now.Unix()
-	cur := sec - sec%slotLen
 	stale := !w.read || w.readStart != cur || now.Sub(w.lastRead) >= b.opt.ReadInterval
 	// In the background the minute is only kept fresh while someone
 	// retries at the provider; a decision (blocking) always reads.
@@ -248,7 +256,7 @@ func (b *Budget) Flush() {
 		b.mu.Lock()
 		w := b.m[p]
 		b.mu.Unlock()
-		b.sync(p, w, false)
+		b.sync(p, w, false, true)
 	}
 }
 
