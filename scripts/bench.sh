@@ -401,8 +401,10 @@ EOF
 stage_lambda() {
 	mkdir -p "$BIN/lambda"
 	local build=(go build -tags lambda.norpc -trimpath "-ldflags=-s -w")
-	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/bootstrap" ./functions/gateway
-	CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/hello" ./scripts/bench/lambdahello
+	# The deploy build exactly: without GOFLAGS (the test script's smoke run
+	# sets -race, which needs cgo).
+	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/bootstrap" ./functions/gateway
+	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/hello" ./scripts/bench/lambdahello
 	go build -o "$BIN/" ./scripts/bench/lambdabench
 	{
 		echo "CGO_ENABLED=0 ${build[*]} (linux/$(go env GOARCH)): the flags of the deploy build (scripts/build-lambda.sh, linux/arm64)"

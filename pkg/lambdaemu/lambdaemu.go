@@ -41,12 +41,22 @@ type Runtime struct {
 	// with each invocation; empty sends an all-zero root, unsampled. Set
 	// it before the first Invoke.
 	TraceID string
-	// OnNext, when set, is called at the start of every GET
-	// .../invocation/next, before it waits for an event: the moment the
-	// function is ready for its first invocation, or has returned from the
-	// previous one. It runs on the request's goroutine, so it must be safe
-	// for concurrent use and quick. Set it before the function starts.
-	OnNext func()
+
+	onNext atomic.Pointer[func()]
+}
+
+// SetOnNext sets a hook called at the start of every GET
+// .../invocation/next, before it waits for an event: the moment the
+// function is ready for its first invocation, or has returned from the
+// previous one. It runs on the request's goroutine, so it must be safe for
+// concurrent use and quick; nil removes it. Set it before the function
+// starts to see its first request.
+func (rt *Runtime) SetOnNext(f func()) {
+	if f == nil {
+		rt.onNext.Store(nil)
+		return
+	}
+	rt.onNext.Store(&f)
 }
 
 type invocation struct {
@@ -119,8 +129,8 @@ func (rt *Runtime) Invoke(ctx context.Context, event []byte, deadline time.Time)
 }
 
 func (rt *Runtime) next(w http.ResponseWriter, r *http.Request) {
-	if rt.OnNext != nil {
-		rt.OnNext()
+	if f := rt.onNext.Load(); f != nil {
+		(*f)()
 	}
 	select {
 	case inv := <-rt.queue:

@@ -22,7 +22,7 @@ func TestOnNextMarksEveryNextRequest(t *testing.T) {
 	}
 	defer rt.Close()
 	calls := make(chan time.Time, 4)
-	rt.OnNext = func() { calls <- time.Now() }
+	rt.SetOnNext(func() { calls <- time.Now() })
 	base := "http://" + rt.Addr() + "/2018-06-01/runtime/invocation/"
 
 	// A minimal function: ask for an event, answer it, in the background.
@@ -50,7 +50,7 @@ func TestOnNextMarksEveryNextRequest(t *testing.T) {
 		case at := <-calls:
 			return at
 		case <-time.After(5 * time.Second):
-			t.Fatalf("OnNext not called %s", what)
+			t.Fatalf("SetOnNext hook not called %s", what)
 			return time.Time{}
 		}
 	}
@@ -81,7 +81,7 @@ func TestOnNextMarksEveryNextRequest(t *testing.T) {
 	}
 	select {
 	case <-calls:
-		t.Fatal("OnNext called without a new next request")
+		t.Fatal("the SetOnNext hook called without a new next request")
 	default:
 	}
 	second := next()

@@ -603,12 +603,12 @@ func (b binary) launch() (*process, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	p := &process{rt: rt, ready: make(chan time.Time, 16), done: make(chan struct{}), stderr: &tail{}}
-	rt.OnNext = func() {
+	rt.SetOnNext(func() {
 		select {
 		case p.ready <- time.Now():
 		default:
 		}
-	}
+	})
 	p.cmd = exec.Command(b.path)
 	p.cmd.Env = append([]string{"AWS_LAMBDA_RUNTIME_API=" + rt.Addr()}, b.env...)
 	p.cmd.Stdout = io.Discard // EMF metrics
