@@ -36,10 +36,11 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/scripts/bench/internal/dist"
 )
 
 func main() {
@@ -148,37 +149,14 @@ func (m pidMap) Set(v string) error {
 	return nil
 }
 
-// Dist summarises a sample, in microseconds.
-type Dist struct {
-	N    int     `json:"n"`
-	Min  float64 `json:"min_us"`
-	P50  float64 `json:"p50_us"`
-	P90  float64 `json:"p90_us"`
-	P99  float64 `json:"p99_us"`
-	Mean float64 `json:"mean_us"`
-	Max  float64 `json:"max_us"`
-}
+// Dist summarises a sample, in microseconds (pkg dist: one shape for
+// every bench tool).
+type Dist = dist.Dist
 
-// distOf sorts d in place and summarises it (exact nearest-rank quantiles).
-func distOf(d []time.Duration) Dist {
-	if len(d) == 0 {
-		return Dist{}
-	}
-	slices.Sort(d)
-	var sum time.Duration
-	for _, v := range d {
-		sum += v
-	}
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(d)))) - 1
-		i = max(0, min(i, len(d)-1))
-		return us(d[i])
-	}
-	return Dist{N: len(d), Min: us(d[0]), P50: q(0.50), P90: q(0.90), P99: q(0.99),
-		Mean: us(sum / time.Duration(len(d))), Max: us(d[len(d)-1])}
-}
-
-func us(d time.Duration) float64 { return math.Round(float64(d.Nanoseconds())/10) / 100 }
+var (
+	distOf = dist.Of
+	us     = dist.US
+)
 
 // body returns a chat completion request of about size bytes: one user
 // message padded with text.
