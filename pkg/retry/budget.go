@@ -69,8 +69,7 @@ func (b *Budget) now() time.Time {
 // slotLocked returns the provider's window, the index of the current slot
 // (reset if it held an older slot) and its start.
 func (b *Budget) slotLocked(provider string, now time.Time) (*window, int, int64) {
-	sec := now.Unix()
-	start := sec - sec%slotLen
+	start := slotStartOf(now)
 	w := b.m[provider]
 	if w == nil {
 		w = &window{}

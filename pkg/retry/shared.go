@@ -84,14 +84,10 @@ func (b *Budget) maybeSyncLocked(provider string, w *window, now time.Time) {
 	if b.st == nil || w.busy || now.Sub(w.lastSync) < b.opt.FlushInterval {
 		return
 	}
-	sec := now.Unix()
-	cur := sec - sec%slotLen
+	cur, all := slotStartOf(now), w.retryPending()
 	due := false
 	for i := range slots {
-		if w.retries[i] > 0 || w.requests[i] > 0 && w.start[i] < cur {
-			due = true
-			break
-		}
+		due = due || w.flushable(i, cur, all)
 	}
 	if !due {
 		return
@@ -115,18 +111,10 @@ func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 	now := b.now()
 	b.mu.Lock()
 	w.lastSync = now
-	sec := now.Unix()
-	cur := sec - sec%slotLen
-	// Without a retry pending, a background sync flushes only slots that
-	// have ended: the current one's first attempts wait for its end, so
-	// they cost one write per slot.
-	all := blocking || final
-	for i := range slots {
-		all = all || w.retries[i] > 0
-	}
+	cur, all := slotStartOf(now), blocking || final || w.retryPending()
 	var flush []pendingSlot
 	for i := range slots {
-		if (w.requests[i] > 0 || w.retries[i] > 0) && (all || w.start[i] < cur) {
+		if w.flushable(i, cur, all) {
 			flush = append(flush, pendingSlot{i, w.start[i], w.requests[i], w.retries[i]})
 		}
 	}
@@ -210,6 +198,31 @@ func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 		w.shRet[i] = max(w.shRet[i], it.Nums[attrRetries])
 	}
 	w.read, w.readStart, w.lastRead = true, cur, now
+}
+
+// slotStartOf is the start (unix seconds) of the slot holding t.
+func slotStartOf(t time.Time) int64 {
+	sec := t.Unix()
+	return sec - sec%slotLen
+}
+
+// retryPending reports whether any retry is not flushed yet.
+func (w *window) retryPending() bool {
+	for i := range slots {
+		if w.retries[i] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// flushable reports whether slot i's unflushed counts go out in a sync at
+// slot cur: with all (a retry is pending, a decision waits, or Flush),
+// whatever is pending; otherwise first attempts alone once their slot has
+// ended, so they cost one write per slot (they only make other instances
+// allow fewer retries, never more).
+func (w *window) flushable(i int, cur int64, all bool) bool {
+	return (w.requests[i] > 0 || w.retries[i] > 0) && (all || w.start[i] < cur)
 }
 
 // retried reports whether the minute up to the slot starting at cur has

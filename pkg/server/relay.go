@@ -14,6 +14,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/stage"
 )
 
+// The failover session tells the relay when its head is still in memory.
+var _ stage.Buffered = (*failover.Session)(nil)
+
 // relay writes a committed response through the ingress's encoder: the same
 // loop for streams and whole bodies, whatever the source (a failover
 // session, a cache replay, a pacer or a hold around one of them). A stream
@@ -121,8 +124,6 @@ const (
 
 // errStalled is the error of a write that stayed blocked past the timeout.
 var errStalled = errors.New("client stopped reading")
-
-var _ stage.Buffered = (*failover.Session)(nil)
 
 func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
 	if timeout <= 0 {

@@ -149,27 +149,25 @@ func (r *Recorder) loop() {
 		}
 	fill:
 		for len(batch) < r.opts.MaxBatch {
-			select {
-			case next, ok := <-r.ch:
-				if !ok {
-					break fill // closed: write what there is at once
-				}
-				batch = append(batch, next)
-				continue
-			default:
-			}
-			if r.opts.Linger <= 0 {
-				break
-			}
-			select {
-			case next, ok := <-r.ch:
-				if !ok {
+			var next *exchange.Record
+			var ok bool
+			if r.opts.Linger > 0 {
+				select { // more records, until the linger ends
+				case next, ok = <-r.ch:
+				case <-linger.C:
 					break fill
 				}
-				batch = append(batch, next)
-			case <-linger.C:
-				break fill
+			} else {
+				select { // what is queued already
+				case next, ok = <-r.ch:
+				default:
+					break fill
+				}
 			}
+			if !ok {
+				break fill // closed: write what there is at once
+			}
+			batch = append(batch, next)
 		}
 		linger.Stop()
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
