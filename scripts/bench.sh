@@ -422,7 +422,7 @@ stage_lambda() {
 }
 
 stage_gobench() {
-	local pkgs=(./pkg/openaiwire ./pkg/sse ./pkg/breaker ./pkg/provider/openaicompat ./pkg/provider/anthropic ./pkg/provider/bedrock ./pkg/requestlog ./pkg/app)
+	local pkgs=(./pkg/wire/chatwire ./pkg/wire/jsonb ./pkg/sse ./pkg/breaker ./pkg/provider/openaicompat ./pkg/provider/anthropic ./pkg/provider/bedrock ./pkg/requestlog ./pkg/app)
 	{
 		echo "# go test -run '^\$' -bench . -benchmem $BENCHTIME ${pkgs[*]} ./pkg/server  ($(go version))"
 		go test -run '^$' -bench . -benchmem $BENCHTIME -timeout 15m "${pkgs[@]}"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // API names a client-facing wire API (an ingress) or the API an upstream
@@ -77,7 +77,7 @@ type Request struct {
 	// Chat is the request in canonical form: the OpenAI chat shape every
 	// translating adapter reads. An ingress of another API decodes into it
 	// (and keeps Body for same-API passthrough).
-	Chat *openaiwire.ChatRequest
+	Chat *chatwire.ChatRequest
 	// Embed is an embeddings request in canonical form (API Embeddings;
 	// Chat is then nil).
 	Embed *EmbedRequest

@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // continuation is a session's mid-stream continuation (opt-in per route,
@@ -179,7 +179,7 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 func (c *continuation) request(prefill string) *exchange.Request {
 	crq := *c.rq
 	chat := *c.rq.Chat
-	chat.Messages = append(slices.Clone(chat.Messages), openaiwire.Message{Role: "assistant", Content: openaiwire.Content{Text: prefill}})
+	chat.Messages = append(slices.Clone(chat.Messages), chatwire.Message{Role: "assistant", Content: chatwire.Content{Text: prefill}})
 	crq.API, crq.Chat = exchange.Prefill, &chat
 	crq.Body, _ = json.Marshal(&chat) // its size feeds the adapters' estimates
 	crq.Trace.Attempts = slices.Clone(c.rq.Trace.Attempts)

@@ -10,8 +10,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Mid-stream continuation (issue 13, item 14b, opt-in).
@@ -42,7 +42,7 @@ func continuing(t *testing.T, b script) (*rig, *exchange.Request, *[]*exchange.R
 	rq.Steps[2].Prefill = true
 	on := true
 	rq.Policy.Continuation = &on
-	rq.Chat = &openaiwire.ChatRequest{Model: "r", Stream: true, Messages: []openaiwire.Message{{Role: "user", Content: openaiwire.Content{Text: "say hello world"}}}}
+	rq.Chat = &chatwire.ChatRequest{Model: "r", Stream: true, Messages: []chatwire.Message{{Role: "user", Content: chatwire.Content{Text: "say hello world"}}}}
 	return rg, rq, &asked
 }
 

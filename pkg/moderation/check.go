@@ -10,8 +10,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/stage"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // CheckAPI is the API of the chat-based check's requests: no client speaks
@@ -32,9 +32,9 @@ var errCheckTimeout = errors.New("moderation check timeout")
 func (m *Moderator) check(ctx context.Context, env stage.ModerationEnv, req *exchange.Request, k *config.ModerationCheck, text, stageName string) (verdict, error) {
 	steps, route, _ := env.Config.Chain(k.Route)
 	zero, maxTokens := 0.0, k.MaxTokens
-	chat := &openaiwire.ChatRequest{Model: k.Route, MaxTokens: &maxTokens, Temperature: &zero, Messages: []openaiwire.Message{
-		{Role: "system", Content: openaiwire.Content{Text: k.Prompt + VerdictFormat}},
-		{Role: "user", Content: openaiwire.Content{Text: "<<<TEXT\n" + text + "\nTEXT>>>"}},
+	chat := &chatwire.ChatRequest{Model: k.Route, MaxTokens: &maxTokens, Temperature: &zero, Messages: []chatwire.Message{
+		{Role: "system", Content: chatwire.Content{Text: k.Prompt + VerdictFormat}},
+		{Role: "user", Content: chatwire.Content{Text: "<<<TEXT\n" + text + "\nTEXT>>>"}},
 	}}
 	body, _ := json.Marshal(chat)
 	mreq := &exchange.Request{ID: req.ID, API: CheckAPI, Start: m.now(), Caller: req.Caller, Route: k.Route,

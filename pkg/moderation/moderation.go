@@ -46,8 +46,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/stage"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Moderator is the moderation stage. The zero value is ready.
@@ -186,7 +186,7 @@ func team(req *exchange.Request) string {
 
 // inputText is what is moderated of a request: the text of its user,
 // system and developer messages, one per line.
-func inputText(c *openaiwire.ChatRequest) string {
+func inputText(c *chatwire.ChatRequest) string {
 	if c == nil {
 		return ""
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // CodeProviderCredentials marks an upstream 401/403: the gateway's key was
@@ -163,10 +163,10 @@ func RefuseUntranslated(req *exchange.Request, target string, native bool) *gwer
 // UnknownChatField returns the first top-level member of a Chat
 // Completions body that a translating adapter cannot carry: legacy function
 // calling (functions, function_call) or a field outside known. It reads the
-// bytes (openaiwire.Members), decoding nothing; ok is false when every
+// bytes (chatwire.Members), decoding nothing; ok is false when every
 // member is known. what describes the field for the refusal.
 func UnknownChatField(body []byte, known map[string]bool) (param, what string, ok bool) {
-	_ = openaiwire.Members(body, func(k string, _ []byte) bool {
+	_ = chatwire.Members(body, func(k string, _ []byte) bool {
 		switch {
 		case k == "functions" || k == "function_call":
 			param, what, ok = k, "legacy function calling ("+k+"; use tools)", true

@@ -15,7 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Provider sends one attempt to one upstream.
@@ -60,19 +60,19 @@ func (c *Call) OutputLimit() int { return c.Req.OutputLimit(c.Step) }
 
 // Variant is the target's prompt variant in the chat wire form, nil if
 // the target has none.
-func (c *Call) Variant() *openaiwire.Variant {
+func (c *Call) Variant() *chatwire.Variant {
 	v := c.Step.Variant
 	if v == nil {
 		return nil
 	}
-	return &openaiwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix,
+	return &chatwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix,
 		Temperature: v.Temperature, TopP: v.TopP, MaxTokensCap: v.MaxTokensCap}
 }
 
 // Chat is the canonical request a translating adapter builds this
 // attempt from: Req.Chat with the target's prompt variant applied (a
 // copy; Req.Chat itself when the target has none).
-func (c *Call) Chat() *openaiwire.ChatRequest { return c.Req.Chat.WithVariant(c.Variant()) }
+func (c *Call) Chat() *chatwire.ChatRequest { return c.Req.Chat.WithVariant(c.Variant()) }
 
 // Stream yields the events of one upstream response.
 //

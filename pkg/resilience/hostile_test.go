@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // The hostile-input suite: every request here is answered with a clear
@@ -124,12 +124,12 @@ func withField(name, raw string) string {
 }
 
 // wrongTypes returns JSON values of the wrong type for a field of Go type
-// typ, as openaiwire.ChatRequest declares it.
+// typ, as chatwire.ChatRequest declares it.
 func wrongTypes(typ reflect.Type) []string {
 	switch typ {
-	case reflect.TypeOf(openaiwire.StopList{}):
+	case reflect.TypeOf(chatwire.StopList{}):
 		return []string{`5`, `{}`, `[1]`, `true`}
-	case reflect.TypeOf(&openaiwire.ToolChoice{}):
+	case reflect.TypeOf(&chatwire.ToolChoice{}):
 		return []string{`5`, `[]`, `true`}
 	case reflect.TypeOf(json.RawMessage{}): // audio: an object
 		return []string{`5`, `"x"`, `[]`, `true`}
@@ -157,11 +157,11 @@ func wrongTypes(typ reflect.Type) []string {
 }
 
 // TestHostileWrongTypeForEveryField sends, for every top-level field of
-// openaiwire.ChatRequest (found by reflection, so a new field is covered
+// chatwire.ChatRequest (found by reflection, so a new field is covered
 // the day it is added), values of the wrong JSON type.
 func TestHostileWrongTypeForEveryField(t *testing.T) {
 	e := newHostileEnv(t)
-	typ := reflect.TypeOf(openaiwire.ChatRequest{})
+	typ := reflect.TypeOf(chatwire.ChatRequest{})
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")

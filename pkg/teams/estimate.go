@@ -3,8 +3,8 @@ package teams
 import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Estimator constants (see EstimateInputTokens).
@@ -41,7 +41,7 @@ type Estimate struct {
 // message, ReplyPrimingTokens once, and NonTextPartTokens per image, audio
 // or file part. It is a reservation, not a bill: settlement replaces it
 // with the provider's count.
-func EstimateInputTokens(req *openaiwire.ChatRequest) int64 {
+func EstimateInputTokens(req *chatwire.ChatRequest) int64 {
 	if req == nil {
 		return 0
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
 	"github.com/llmgw/llmgw/pkg/usage/usagetest"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // limitsYAML is a config for calling the Limiter directly (no upstream).
@@ -52,7 +52,7 @@ func limitsConfig(t *testing.T, limits string) *config.Config {
 }
 
 func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
-	req, err := openaiwire.Parse([]byte(body400), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body400), chatwire.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 
 func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchange.Request {
 	t.Helper()
-	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestEstimateInputTokens(t *testing.T) {
 	  {"role":"tool","tool_call_id":"call_1","content":"sunny"},
 	  {"role":"user","content":[{"type":"text","text":"describe"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}],
 	 "tools":[{"type":"function","function":{"name":"get_weather","description":"Weather for a city","parameters":{"type":"object"}}}]}`
-	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Viewer is who asks for usage: a team, and whether it may see every team.
@@ -145,5 +145,5 @@ func writeErr(w http.ResponseWriter, e *gwerr.Error, status int) {
 	h.Set("Content-Type", "application/json")
 	h.Set("x-gateway-error-category", string(e.Category))
 	w.WriteHeader(status)
-	_, _ = w.Write(openaiwire.NewErrorEnvelope(e, h.Get("x-request-id"), nil).Marshal())
+	_, _ = w.Write(chatwire.NewErrorEnvelope(e, h.Get("x-request-id"), nil).Marshal())
 }

@@ -1,5 +1,5 @@
 // Package chat is the OpenAI Chat Completions ingress (POST
-// /v1/chat/completions): validation through openaiwire.Parse, and an
+// /v1/chat/completions): validation through chatwire.Parse, and an
 // encoder that relays an OpenAI-compatible upstream's own chunks untouched
 // (passthrough) or builds chat.completion.chunk frames and chat.completion
 // bodies from the canonical events of any other upstream.
@@ -11,7 +11,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Ingress is the Chat Completions API.
@@ -24,7 +24,7 @@ func (Ingress) API() exchange.API { return exchange.Chat }
 
 // Decode implements ingress.Ingress.
 func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error {
-	cr, err := openaiwire.Parse(body, openaiwire.Limits{})
+	cr, err := chatwire.Parse(body, chatwire.Limits{})
 	if err != nil {
 		return gwerr.As(err)
 	}
@@ -56,17 +56,17 @@ func WriteError(w http.ResponseWriter, e *gwerr.Error, rid string, status int) i
 	h.Set("Content-Type", "application/json")
 	ingress.SetErrorHeaders(h, e)
 	w.WriteHeader(status)
-	w.Write(openaiwire.NewErrorEnvelope(e, rid, nil).Marshal())
+	w.Write(chatwire.NewErrorEnvelope(e, rid, nil).Marshal())
 	return status
 }
 
 // Usage maps the gateway's token counts to OpenAI's usage object:
 // prompt_tokens counts every prompt token, cached or not; cached_tokens the
 // cache reads and the gateway's cache_creation_tokens the cache writes.
-func Usage(u exchange.TokenUsage) openaiwire.Usage {
-	ou := openaiwire.Usage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Input + u.Output}
+func Usage(u exchange.TokenUsage) chatwire.Usage {
+	ou := chatwire.Usage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Input + u.Output}
 	if u.CacheRead > 0 || u.CacheWrite > 0 {
-		ou.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CacheRead, CacheCreationTokens: u.CacheWrite}
+		ou.PromptTokensDetails = &chatwire.PromptTokensDetails{CachedTokens: u.CacheRead, CacheCreationTokens: u.CacheWrite}
 	}
 	return ou
 }

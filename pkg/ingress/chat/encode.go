@@ -10,8 +10,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Encoding, canonical events -> Chat Completions:
@@ -56,7 +56,7 @@ func created(t int64) int64 {
 // streamEncoder writes SSE frames. It owns one chunk builder, so the
 // translated path allocates nothing per event.
 type streamEncoder struct {
-	b         openaiwire.ChunkBuilder
+	b         chatwire.ChunkBuilder
 	started   bool
 	wantUsage bool
 	model     string // the route, for a stream whose upstream named no model
@@ -172,20 +172,20 @@ func (e *streamEncoder) End(dst []byte, _ exchange.TokenUsage) []byte {
 
 func (e *streamEncoder) Fail(dst []byte, ge *gwerr.Error, rid string, u exchange.TokenUsage) []byte {
 	ou := Usage(u)
-	return sse.AppendData(dst, openaiwire.NewErrorEnvelope(ge, rid, &ou).Marshal())
+	return sse.AppendData(dst, chatwire.NewErrorEnvelope(ge, rid, &ou).Marshal())
 }
 
 // bodyEncoder builds a non-streaming chat.completion: the upstream's own
 // body on passthrough, else one assembled from the events.
 type bodyEncoder struct {
 	raw       []byte
-	c         openaiwire.Completion
+	c         chatwire.Completion
 	text      strings.Builder
 	reasoning strings.Builder
 	hasText   bool
-	calls     []openaiwire.ToolCall
+	calls     []chatwire.ToolCall
 	finish    string
-	usage     *openaiwire.Usage
+	usage     *chatwire.Usage
 }
 
 func (e *bodyEncoder) ContentType() string { return "application/json" }
@@ -203,7 +203,7 @@ func (e *bodyEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 		e.reasoning.WriteString(ev.Text)
 	case exchange.ToolCall:
 		for len(e.calls) <= ev.Index {
-			e.calls = append(e.calls, openaiwire.ToolCall{Type: "function"})
+			e.calls = append(e.calls, chatwire.ToolCall{Type: "function"})
 		}
 		e.calls[ev.Index].ID, e.calls[ev.Index].Function.Name = ev.ID, ev.Name
 	case exchange.ToolArgs:
@@ -223,7 +223,7 @@ func (e *bodyEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 	if e.raw != nil {
 		return append(dst, e.raw...)
 	}
-	msg := openaiwire.CompletionMessage{Role: "assistant", ReasoningContent: e.reasoning.String(), ToolCalls: e.calls}
+	msg := chatwire.CompletionMessage{Role: "assistant", ReasoningContent: e.reasoning.String(), ToolCalls: e.calls}
 	for i := range msg.ToolCalls {
 		if msg.ToolCalls[i].Function.Arguments == "" {
 			msg.ToolCalls[i].Function.Arguments = "{}"
@@ -242,7 +242,7 @@ func (e *bodyEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 		finish = exchange.FinishStop
 	}
 	e.c.Usage = e.usage
-	e.c.Choices = []openaiwire.CompletionChoice{{Message: msg, FinishReason: finish}}
+	e.c.Choices = []chatwire.CompletionChoice{{Message: msg, FinishReason: finish}}
 	out, err := e.c.Marshal()
 	if err != nil { // cannot happen: every field is a plain value
 		return dst

@@ -6,7 +6,7 @@
 // holding a whole OpenAI embeddings body: an upstream that speaks the
 // embeddings API sends its own bytes, untouched; a translating adapter
 // (Bedrock's Titan and Cohere models) builds the list with
-// openaiwire.EmbeddingsBody. The encoder writes that body at End.
+// embedwire.EmbeddingsBody. The encoder writes that body at End.
 package embeddings
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Ingress is the embeddings API.
@@ -50,7 +50,7 @@ func invalid(param, format string, args ...any) error {
 // token-id arrays (at most MaxInputs, none empty); encoding_format is
 // float or base64; dimensions is positive; stream may not be true.
 func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error {
-	if _, err := openaiwire.CheckObject(body, 0); err != nil {
+	if _, err := chatwire.CheckObject(body, 0); err != nil {
 		return err
 	}
 	var w wireRequest

@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -8,7 +10,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
 // A non-streaming response: the upstream's own body on passthrough (a Raw
@@ -172,9 +173,9 @@ func (e *bodyEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 		model = e.model
 	}
 	dst = append(dst, `{"id":`...)
-	dst = openaiwire.AppendJSONString(dst, messageID(e.id))
+	dst = jsonb.AppendString(dst, messageID(e.id))
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = openaiwire.AppendJSONString(dst, model)
+	dst = jsonb.AppendString(dst, model)
 	dst = append(dst, `,"content":[`...)
 	for i, b := range e.blocks {
 		if i > 0 {
@@ -184,10 +185,10 @@ func (e *bodyEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 	}
 	stop, seq := stopReason(e.finish, e.stop, e.seq)
 	dst = append(dst, `],"stop_reason":`...)
-	dst = openaiwire.AppendJSONString(dst, stop)
+	dst = jsonb.AppendString(dst, stop)
 	dst = append(dst, `,"stop_sequence":`...)
 	if seq != "" {
-		dst = openaiwire.AppendJSONString(dst, seq)
+		dst = jsonb.AppendString(dst, seq)
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -204,24 +205,24 @@ func (b *outBlock) appendJSON(dst []byte) []byte {
 	switch b.typ {
 	case "text":
 		dst = append(dst, `"text":`...)
-		dst = openaiwire.AppendJSONString(dst, b.text.String())
+		dst = jsonb.AppendString(dst, b.text.String())
 	case "thinking":
 		dst = append(dst, `"thinking":`...)
-		dst = openaiwire.AppendJSONString(dst, b.text.String())
+		dst = jsonb.AppendString(dst, b.text.String())
 		dst = append(dst, `,"signature":`...)
-		dst = openaiwire.AppendJSONString(dst, b.sig)
+		dst = jsonb.AppendString(dst, b.sig)
 	case "redacted_thinking":
 		dst = append(dst, `"data":`...)
-		dst = openaiwire.AppendJSONString(dst, b.text.String())
+		dst = jsonb.AppendString(dst, b.text.String())
 	default: // tool_use
 		id := b.id
 		if id == "" {
 			id = "toolu_gw" + randomHex()
 		}
 		dst = append(dst, `"id":`...)
-		dst = openaiwire.AppendJSONString(dst, id)
+		dst = jsonb.AppendString(dst, id)
 		dst = append(dst, `,"name":`...)
-		dst = openaiwire.AppendJSONString(dst, b.name)
+		dst = jsonb.AppendString(dst, b.name)
 		dst = append(dst, `,"input":`...)
 		dst = append(dst, toolInput(b.text.String())...)
 	}
@@ -239,7 +240,7 @@ func toolInput(args string) []byte {
 	if a[0] == '{' && json.Compact(&c, a) == nil {
 		return c.Bytes()
 	}
-	return openaiwire.AppendJSONString(nil, args)
+	return jsonb.AppendString(nil, args)
 }
 
 // Fail cannot be reached: the front sends a non-streaming body only whole,

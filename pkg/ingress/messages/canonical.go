@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // The canonical form of a Messages request (exchange.Request.Chat, the
@@ -38,8 +38,8 @@ import (
 
 // toCanonical validates the conversation, tools and options and builds the
 // canonical form. keys are the body's top-level member names.
-func toCanonical(r *request, keys []string) (*openaiwire.ChatRequest, []exchange.Feature, error) {
-	c := &converter{chat: &openaiwire.ChatRequest{Model: r.Model, Stream: r.Stream, MaxTokens: r.MaxTokens,
+func toCanonical(r *request, keys []string) (*chatwire.ChatRequest, []exchange.Feature, error) {
+	c := &converter{chat: &chatwire.ChatRequest{Model: r.Model, Stream: r.Stream, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopP: r.TopP}}
 	for _, k := range keys {
 		if !topLevel[k] {
@@ -76,7 +76,7 @@ func toCanonical(r *request, keys []string) (*openaiwire.ChatRequest, []exchange
 	return c.chat, c.lost, nil
 }
 
-func (c *converter) add(m openaiwire.Message) { c.chat.Messages = append(c.chat.Messages, m) }
+func (c *converter) add(m chatwire.Message) { c.chat.Messages = append(c.chat.Messages, m) }
 
 // system converts the system prompt: a string or an array of text blocks.
 func (c *converter) system(raw json.RawMessage) error {
@@ -86,7 +86,7 @@ func (c *converter) system(raw json.RawMessage) error {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if s != "" {
-			c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{Text: s}})
+			c.add(chatwire.Message{Role: "system", Content: chatwire.Content{Text: s}})
 		}
 		return nil
 	}
@@ -94,7 +94,7 @@ func (c *converter) system(raw json.RawMessage) error {
 	if json.Unmarshal(raw, &blocks) != nil {
 		return bad("system", "system: must be a string or an array of text blocks")
 	}
-	parts := make([]openaiwire.ContentPart, 0, len(blocks))
+	parts := make([]chatwire.ContentPart, 0, len(blocks))
 	for i, br := range blocks {
 		p := fmt.Sprintf("system[%d]", i)
 		var b block
@@ -102,10 +102,10 @@ func (c *converter) system(raw json.RawMessage) error {
 			return bad(p, "%s: must be a text block with a text string", p)
 		}
 		c.extraKeys(p, br, "type", "text", "cache_control")
-		parts = append(parts, openaiwire.ContentPart{Type: "text", Text: *b.Text, CacheCtl: cacheCtl(b.CacheControl)})
+		parts = append(parts, chatwire.ContentPart{Type: "text", Text: *b.Text, CacheCtl: cacheCtl(b.CacheControl)})
 	}
 	if len(parts) > 0 {
-		c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{IsParts: true, Parts: parts}})
+		c.add(chatwire.Message{Role: "system", Content: chatwire.Content{IsParts: true, Parts: parts}})
 	}
 	return nil
 }
@@ -186,8 +186,8 @@ func (c *converter) tools(tools []json.RawMessage) (map[string]bool, error) {
 			return nil, bad(p+".input_schema", "%s.input_schema: a JSON Schema object is required", p)
 		}
 		c.extraKeys(p, raw, "type", "name", "description", "input_schema", "cache_control")
-		c.chat.Tools = append(c.chat.Tools, openaiwire.Tool{Type: "function", CacheCtl: cacheCtl(t.CacheControl),
-			Function: openaiwire.FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+		c.chat.Tools = append(c.chat.Tools, chatwire.Tool{Type: "function", CacheCtl: cacheCtl(t.CacheControl),
+			Function: chatwire.FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
 	}
 	return names, nil
 }
@@ -205,7 +205,7 @@ func (c *converter) toolChoice(raw json.RawMessage, names map[string]bool) error
 	if !isObject(raw) || json.Unmarshal(raw, &tc) != nil {
 		return bad("tool_choice", "tool_choice: must be an object with a type")
 	}
-	ch := &openaiwire.ToolChoice{}
+	ch := &chatwire.ToolChoice{}
 	switch tc.Type {
 	case "auto":
 		ch.Mode = "auto"

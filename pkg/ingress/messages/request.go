@@ -11,7 +11,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Validation of a Messages request (POST /v1/messages, and the body of POST
@@ -104,7 +104,7 @@ func parse(body []byte, count bool) (*request, []string, error) {
 	var keys []string
 	seen := map[string]bool{}
 	var dup string
-	if err := openaiwire.Members(body, func(k string, _ []byte) bool {
+	if err := chatwire.Members(body, func(k string, _ []byte) bool {
 		if seen[k] {
 			dup = k
 			return false
@@ -237,7 +237,7 @@ func keysOf(raw json.RawMessage) []string {
 	if !isObject(raw) {
 		return nil
 	}
-	_ = openaiwire.Members(raw, func(k string, _ []byte) bool {
+	_ = chatwire.Members(raw, func(k string, _ []byte) bool {
 		keys = append(keys, k)
 		return true
 	})
@@ -246,7 +246,7 @@ func keysOf(raw json.RawMessage) []string {
 
 // converter builds the canonical form and collects what it cannot carry.
 type converter struct {
-	chat *openaiwire.ChatRequest
+	chat *chatwire.ChatRequest
 	lost []exchange.Feature
 }
 

@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
@@ -8,7 +10,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 )
 
 // Encoding, canonical events -> Anthropic server-sent events. Every frame
@@ -118,7 +119,7 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 		e.next++
 		dst = blockStart(dst, i)
 		dst = append(dst, `{"type":"redacted_thinking","data":`...)
-		dst = openaiwire.AppendJSONString(dst, ev.Text)
+		dst = jsonb.AppendString(dst, ev.Text)
 		return blockStop(append(dst, "}}\n\n"...), i)
 	case exchange.ToolCall:
 		return e.toolCall(e.start(dst, "", ""), ev)
@@ -150,9 +151,9 @@ func (e *streamEncoder) start(dst []byte, id, model string) []byte {
 	}
 	dst = frame(dst, "message_start")
 	dst = append(dst, `{"type":"message_start","message":{"id":`...)
-	dst = openaiwire.AppendJSONString(dst, messageID(id))
+	dst = jsonb.AppendString(dst, messageID(id))
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = openaiwire.AppendJSONString(dst, model)
+	dst = jsonb.AppendString(dst, model)
 	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
 	dst = appendUsage(dst, exchange.TokenUsage{})
 	return append(dst, "}}\n\n"...)
@@ -197,9 +198,9 @@ func (e *streamEncoder) toolCall(dst []byte, ev *exchange.Event) []byte {
 	}
 	dst = blockStart(dst, i)
 	dst = append(dst, `{"type":"tool_use","id":`...)
-	dst = openaiwire.AppendJSONString(dst, id)
+	dst = jsonb.AppendString(dst, id)
 	dst = append(dst, `,"name":`...)
-	dst = openaiwire.AppendJSONString(dst, ev.Name)
+	dst = jsonb.AppendString(dst, ev.Name)
 	return append(dst, `,"input":{}}}`+"\n\n"...)
 }
 
@@ -260,7 +261,7 @@ func (e *streamEncoder) delta(dst []byte, i int, typ, field, s string) []byte {
 	dst = append(dst, `","`...)
 	dst = append(dst, field...)
 	dst = append(dst, `":`...)
-	dst = openaiwire.AppendJSONString(dst, s)
+	dst = jsonb.AppendString(dst, s)
 	return append(dst, "}}\n\n"...)
 }
 
@@ -275,10 +276,10 @@ func (e *streamEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 	dst = frame(dst, "message_delta")
 	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":`...)
 	stop, seq := stopReason(e.finish, e.stop, e.stopSeq)
-	dst = openaiwire.AppendJSONString(dst, stop)
+	dst = jsonb.AppendString(dst, stop)
 	dst = append(dst, `,"stop_sequence":`...)
 	if seq != "" {
-		dst = openaiwire.AppendJSONString(dst, seq)
+		dst = jsonb.AppendString(dst, seq)
 	} else {
 		dst = append(dst, "null"...)
 	}

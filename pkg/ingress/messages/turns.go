@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // The conversation's conversion into canonical messages (see canonical.go
@@ -29,7 +29,7 @@ func (c *converter) message(i int, m message, last bool) error {
 	}
 	var s string
 	if json.Unmarshal(m.Content, &s) == nil {
-		c.add(openaiwire.Message{Role: m.Role, Content: openaiwire.Content{Text: s}})
+		c.add(chatwire.Message{Role: m.Role, Content: chatwire.Content{Text: s}})
 		return nil
 	}
 	var blocks []json.RawMessage
@@ -50,14 +50,14 @@ func (c *converter) message(i int, m message, last bool) error {
 func (c *converter) midSystem(p string, raw json.RawMessage) error {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{Text: s}})
+		c.add(chatwire.Message{Role: "system", Content: chatwire.Content{Text: s}})
 		return nil
 	}
 	var blocks []json.RawMessage
 	if json.Unmarshal(raw, &blocks) != nil || len(blocks) == 0 {
 		return bad(p+".content", "%s.content: must be a string or a non-empty array of text blocks", p)
 	}
-	parts := make([]openaiwire.ContentPart, 0, len(blocks))
+	parts := make([]chatwire.ContentPart, 0, len(blocks))
 	for j, br := range blocks {
 		pp := fmt.Sprintf("%s.content[%d]", p, j)
 		b, err := decodeBlock(pp, br)
@@ -73,7 +73,7 @@ func (c *converter) midSystem(p string, raw json.RawMessage) error {
 		}
 		parts = append(parts, part)
 	}
-	c.add(openaiwire.Message{Role: "system", Content: openaiwire.Content{IsParts: true, Parts: parts}})
+	c.add(chatwire.Message{Role: "system", Content: chatwire.Content{IsParts: true, Parts: parts}})
 	return nil
 }
 
@@ -90,7 +90,7 @@ func decodeBlock(p string, raw json.RawMessage) (block, error) {
 // first as the canonical form requires, then one user message with the
 // other blocks.
 func (c *converter) user(p string, blocks []json.RawMessage) error {
-	var parts []openaiwire.ContentPart
+	var parts []chatwire.ContentPart
 	for j, raw := range blocks {
 		pp := fmt.Sprintf("%s.content[%d]", p, j)
 		b, err := decodeBlock(pp, raw)
@@ -117,15 +117,15 @@ func (c *converter) user(p string, blocks []json.RawMessage) error {
 		}
 	}
 	if len(parts) > 0 {
-		c.add(openaiwire.Message{Role: "user", Content: openaiwire.Content{IsParts: true, Parts: parts}})
+		c.add(chatwire.Message{Role: "user", Content: chatwire.Content{IsParts: true, Parts: parts}})
 	}
 	return nil
 }
 
 // media converts a text, image or document block into a content part; ok
 // is false for a block the canonical form cannot carry (recorded as lost).
-func (c *converter) media(p string, raw json.RawMessage, b block) (openaiwire.ContentPart, bool, error) {
-	part := openaiwire.ContentPart{CacheCtl: cacheCtl(b.CacheControl)}
+func (c *converter) media(p string, raw json.RawMessage, b block) (chatwire.ContentPart, bool, error) {
+	part := chatwire.ContentPart{CacheCtl: cacheCtl(b.CacheControl)}
 	switch b.Type {
 	case "text":
 		if b.Text == nil {
@@ -145,12 +145,12 @@ func (c *converter) media(p string, raw json.RawMessage, b block) (openaiwire.Co
 			if !imageTypes[src.MediaType] || src.Data == "" {
 				return part, false, bad(p+".source", "%s.source: base64 images need media_type image/jpeg, image/png, image/gif or image/webp and data", p)
 			}
-			part.Type, part.ImageURL = "image_url", &openaiwire.ImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}
+			part.Type, part.ImageURL = "image_url", &chatwire.ImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}
 		case "url":
 			if src.URL == "" {
 				return part, false, bad(p+".source.url", "%s.source.url: field required", p)
 			}
-			part.Type, part.ImageURL = "image_url", &openaiwire.ImageURL{URL: src.URL}
+			part.Type, part.ImageURL = "image_url", &chatwire.ImageURL{URL: src.URL}
 		case "file":
 			c.lose(p, "file_sources", "an image with a file source (Files API)")
 			return part, false, nil
@@ -177,8 +177,8 @@ func (c *converter) media(p string, raw json.RawMessage, b block) (openaiwire.Co
 }
 
 // toolResult converts a tool_result block into a tool message.
-func (c *converter) toolResult(p string, raw json.RawMessage, b block) (openaiwire.Message, error) {
-	msg := openaiwire.Message{Role: "tool", ToolCallID: b.ToolUseID, CacheCtl: cacheCtl(b.CacheControl)}
+func (c *converter) toolResult(p string, raw json.RawMessage, b block) (chatwire.Message, error) {
+	msg := chatwire.Message{Role: "tool", ToolCallID: b.ToolUseID, CacheCtl: cacheCtl(b.CacheControl)}
 	if b.ToolUseID == "" {
 		return msg, bad(p+".tool_use_id", "%s.tool_use_id: field required", p)
 	}
@@ -216,8 +216,8 @@ func (c *converter) toolResult(p string, raw json.RawMessage, b block) (openaiwi
 
 // assistant converts an assistant turn: text parts and tool calls.
 func (c *converter) assistant(p string, blocks []json.RawMessage) error {
-	msg := openaiwire.Message{Role: "assistant"}
-	var parts []openaiwire.ContentPart
+	msg := chatwire.Message{Role: "assistant"}
+	var parts []chatwire.ContentPart
 	for j, raw := range blocks {
 		pp := fmt.Sprintf("%s.content[%d]", p, j)
 		b, err := decodeBlock(pp, raw)
@@ -261,29 +261,29 @@ func (c *converter) assistant(p string, blocks []json.RawMessage) error {
 		}
 	}
 	if len(parts) > 0 {
-		msg.Content = openaiwire.Content{IsParts: true, Parts: parts}
+		msg.Content = chatwire.Content{IsParts: true, Parts: parts}
 	} else {
-		msg.Content = openaiwire.Content{Null: true}
+		msg.Content = chatwire.Content{Null: true}
 	}
 	c.add(msg)
 	return nil
 }
 
 // toolUse converts a tool_use block into a tool call.
-func (c *converter) toolUse(p string, raw json.RawMessage, b block) (openaiwire.ToolCall, error) {
+func (c *converter) toolUse(p string, raw json.RawMessage, b block) (chatwire.ToolCall, error) {
 	if b.ID == "" || b.Name == "" {
-		return openaiwire.ToolCall{}, bad(p, "%s: a tool_use block needs an id and a name", p)
+		return chatwire.ToolCall{}, bad(p, "%s: a tool_use block needs an id and a name", p)
 	}
 	c.extraKeys(p, raw, "type", "id", "name", "input", "cache_control")
 	args := []byte("{}")
 	if !isNull(b.Input) {
 		if !isObject(b.Input) {
-			return openaiwire.ToolCall{}, bad(p+".input", "%s.input: must be an object", p)
+			return chatwire.ToolCall{}, bad(p+".input", "%s.input: must be an object", p)
 		}
 		var buf bytes.Buffer
 		if json.Compact(&buf, b.Input) == nil {
 			args = buf.Bytes()
 		}
 	}
-	return openaiwire.ToolCall{ID: b.ID, Type: "function", Function: openaiwire.FunctionCall{Name: b.Name, Arguments: string(args)}}, nil
+	return chatwire.ToolCall{ID: b.ID, Type: "function", Function: chatwire.FunctionCall{Name: b.Name, Arguments: string(args)}}, nil
 }

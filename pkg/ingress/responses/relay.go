@@ -8,7 +8,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/responseswire"
 )
 
 // relay passes an upstream's own event through, noting its sequence
@@ -20,7 +21,7 @@ func (e *encoder) relay(dst []byte, ev *exchange.Event) []byte {
 		e.raw = append(e.raw, ev.Raw...)
 		return dst
 	}
-	if n := openaiwire.SequenceNumber(ev.Raw); n >= e.seq {
+	if n := responseswire.SequenceNumber(ev.Raw); n >= e.seq {
 		e.seq = n + 1
 	}
 	s := bytesString(ev.Raw)
@@ -60,7 +61,7 @@ func (e *encoder) Fail(dst []byte, ge *gwerr.Error, rid string, u exchange.Token
 			e.items[i].status = statusIncomplete
 		}
 	}
-	errObj, err := json.Marshal(openaiwire.NewErrorEnvelope(ge, rid, nil).Error)
+	errObj, err := json.Marshal(chatwire.NewErrorEnvelope(ge, rid, nil).Error)
 	if err != nil { // cannot happen: every field is a plain value
 		errObj = []byte(`{"message":"internal error","type":"internal","param":null,"code":"internal"}`)
 	}

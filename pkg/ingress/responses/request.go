@@ -11,7 +11,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // wireRequest is the part of a Responses API request the gateway reads to
@@ -119,7 +119,7 @@ var knownFields = func() map[string]bool {
 // and the first feature only a native upstream can honour.
 type decoded struct {
 	wire   wireRequest
-	chat   *openaiwire.ChatRequest
+	chat   *chatwire.ChatRequest
 	native []exchange.Feature
 }
 
@@ -131,7 +131,7 @@ func bad(param, format string, args ...any) error {
 // canonical chat form. Every failure is an invalid_request *gwerr.Error
 // naming the field.
 func decode(body []byte) (*decoded, error) {
-	keys, err := openaiwire.CheckObject(body, 0)
+	keys, err := chatwire.CheckObject(body, 0)
 	if err != nil {
 		return nil, err
 	}

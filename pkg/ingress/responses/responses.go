@@ -27,7 +27,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Ingress is the Responses API.
@@ -66,6 +66,6 @@ func (Ingress) WriteError(w http.ResponseWriter, req *exchange.Request, e *gwerr
 	h.Set("Content-Type", "application/json")
 	ingress.SetErrorHeaders(h, e)
 	w.WriteHeader(status)
-	w.Write(openaiwire.NewErrorEnvelope(e, req.ID, nil).Marshal())
+	w.Write(chatwire.NewErrorEnvelope(e, req.ID, nil).Marshal())
 	return status
 }

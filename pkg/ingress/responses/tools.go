@@ -3,7 +3,7 @@ package responses
 import (
 	"encoding/json"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // NamespaceSep joins a namespace and a function name into the one chat
@@ -45,7 +45,7 @@ func (d *decoded) toolList(prefix string, list []json.RawMessage, namespace stri
 				d.nativeOnly(p, "the namespaced function "+name+" (longer than a chat function name may be)", whyNative)
 				continue
 			}
-			d.chat.Tools = append(d.chat.Tools, openaiwire.Tool{Type: "function", Function: openaiwire.FunctionDef{
+			d.chat.Tools = append(d.chat.Tools, chatwire.Tool{Type: "function", Function: chatwire.FunctionDef{
 				Name: name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
 		case "namespace":
 			if t.Name == "" || namespace != "" {
@@ -85,7 +85,7 @@ func (d *decoded) toolChoice() error {
 		}
 		switch mode {
 		case "none", "auto", "required":
-			d.chat.ToolChoice = &openaiwire.ToolChoice{Mode: mode}
+			d.chat.ToolChoice = &chatwire.ToolChoice{Mode: mode}
 			return nil
 		}
 		return bad("tool_choice", "tool_choice %q is not none, auto, required or a tool object", mode)
@@ -108,7 +108,7 @@ func (d *decoded) toolChoice() error {
 		if !d.hasFunction(tc.Name) {
 			return bad("tool_choice", "tool_choice names function %q, which is not in tools", tc.Name)
 		}
-		d.chat.ToolChoice = &openaiwire.ToolChoice{Mode: "function", Function: tc.Name}
+		d.chat.ToolChoice = &chatwire.ToolChoice{Mode: "function", Function: tc.Name}
 	case "":
 		return bad("tool_choice.type", "tool_choice needs type")
 	default:
@@ -143,7 +143,7 @@ func (d *decoded) format() error {
 	switch f.Type {
 	case "text":
 	case "json_object":
-		d.chat.ResponseFormat = &openaiwire.ResponseFormat{Type: "json_object"}
+		d.chat.ResponseFormat = &chatwire.ResponseFormat{Type: "json_object"}
 	case "json_schema":
 		if f.Name == "" {
 			return bad("text.format.name", "text.format of type json_schema needs name")
@@ -160,7 +160,7 @@ func (d *decoded) format() error {
 		if err != nil {
 			return bad("text.format.schema", "text.format.schema is not valid JSON")
 		}
-		d.chat.ResponseFormat = &openaiwire.ResponseFormat{Type: "json_schema", JSONSchema: js}
+		d.chat.ResponseFormat = &chatwire.ResponseFormat{Type: "json_schema", JSONSchema: js}
 	default:
 		return bad("text.format.type", "text.format.type %q is not text, json_object or json_schema", f.Type)
 	}

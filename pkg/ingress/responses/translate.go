@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Translation, Responses request -> canonical chat form (what every
@@ -38,7 +38,7 @@ import (
 // translate builds d.chat from d.wire.
 func (d *decoded) translate() error {
 	w := &d.wire
-	c := &openaiwire.ChatRequest{
+	c := &chatwire.ChatRequest{
 		Model:               w.Model,
 		MaxCompletionTokens: w.MaxOutputTokens,
 		Temperature:         w.Temperature,
@@ -55,7 +55,7 @@ func (d *decoded) translate() error {
 		c.ReasoningEffort = *w.Reasoning.Effort
 	}
 	if w.Instructions != nil && *w.Instructions != "" {
-		c.Messages = append(c.Messages, openaiwire.Message{Role: "system", Content: openaiwire.Content{Text: *w.Instructions}})
+		c.Messages = append(c.Messages, chatwire.Message{Role: "system", Content: chatwire.Content{Text: *w.Instructions}})
 	}
 	d.chat = c
 	if err := d.input(); err != nil {
@@ -87,7 +87,7 @@ func (d *decoded) input() error {
 		if err := unmarshalAt("input", raw, &s); err != nil {
 			return err
 		}
-		d.chat.Messages = append(d.chat.Messages, openaiwire.Message{Role: "user", Content: openaiwire.Content{Text: s}})
+		d.chat.Messages = append(d.chat.Messages, chatwire.Message{Role: "user", Content: chatwire.Content{Text: s}})
 		return nil
 	case '[':
 	default:
@@ -134,12 +134,12 @@ func (d *decoded) item(p string, it *wireItem) error {
 		if it.Namespace != "" {
 			name = it.Namespace + NamespaceSep + it.Name
 		}
-		call := openaiwire.ToolCall{ID: it.CallID, Type: "function", Function: openaiwire.FunctionCall{Name: name, Arguments: args}}
+		call := chatwire.ToolCall{ID: it.CallID, Type: "function", Function: chatwire.FunctionCall{Name: name, Arguments: args}}
 		if n := len(*msgs); n > 0 && (*msgs)[n-1].Role == "assistant" {
 			(*msgs)[n-1].ToolCalls = append((*msgs)[n-1].ToolCalls, call)
 			return nil
 		}
-		*msgs = append(*msgs, openaiwire.Message{Role: "assistant", Content: openaiwire.Content{Null: true}, ToolCalls: []openaiwire.ToolCall{call}})
+		*msgs = append(*msgs, chatwire.Message{Role: "assistant", Content: chatwire.Content{Null: true}, ToolCalls: []chatwire.ToolCall{call}})
 		return nil
 	case "function_call_output":
 		if it.CallID == "" {
@@ -149,7 +149,7 @@ func (d *decoded) item(p string, it *wireItem) error {
 		if err != nil {
 			return err
 		}
-		*msgs = append(*msgs, openaiwire.Message{Role: "tool", ToolCallID: it.CallID, Content: openaiwire.Content{Text: text}})
+		*msgs = append(*msgs, chatwire.Message{Role: "tool", ToolCallID: it.CallID, Content: chatwire.Content{Text: text}})
 		return nil
 	case "reasoning":
 		return nil
@@ -173,7 +173,7 @@ func (d *decoded) message(p string, it *wireItem) error {
 	default:
 		return bad(p+".role", "%s.role %q is not one of user, assistant, system, developer", p, it.Role)
 	}
-	m := openaiwire.Message{Role: role}
+	m := chatwire.Message{Role: role}
 	switch kindOf(it.Content) {
 	case '"':
 		if err := unmarshalAt(p+".content", it.Content, &m.Content.Text); err != nil {
@@ -191,7 +191,7 @@ func (d *decoded) message(p string, it *wireItem) error {
 		if len(out) == 1 && out[0].Type == "text" {
 			m.Content.Text = out[0].Text
 		} else {
-			m.Content = openaiwire.Content{Parts: out, IsParts: true}
+			m.Content = chatwire.Content{Parts: out, IsParts: true}
 		}
 	default:
 		return bad(p+".content", "%s.content must be a string or an array of content parts", p)
@@ -201,8 +201,8 @@ func (d *decoded) message(p string, it *wireItem) error {
 }
 
 // parts translates a message's content parts.
-func (d *decoded) parts(p string, parts []wirePart) ([]openaiwire.ContentPart, error) {
-	out := make([]openaiwire.ContentPart, 0, len(parts))
+func (d *decoded) parts(p string, parts []wirePart) ([]chatwire.ContentPart, error) {
+	out := make([]chatwire.ContentPart, 0, len(parts))
 	for j, part := range parts {
 		pp := at("%s[%d]", p, j)
 		switch part.Type {
@@ -210,13 +210,13 @@ func (d *decoded) parts(p string, parts []wirePart) ([]openaiwire.ContentPart, e
 			if part.Text == nil {
 				return nil, bad(pp+".text", "%s: a %s part needs text", pp, part.Type)
 			}
-			out = append(out, openaiwire.ContentPart{Type: "text", Text: *part.Text})
+			out = append(out, chatwire.ContentPart{Type: "text", Text: *part.Text})
 		case "refusal":
-			out = append(out, openaiwire.ContentPart{Type: "text", Text: part.Refusal})
+			out = append(out, chatwire.ContentPart{Type: "text", Text: part.Refusal})
 		case "input_image":
 			switch {
 			case part.ImageURL != "":
-				out = append(out, openaiwire.ContentPart{Type: "image_url", ImageURL: &openaiwire.ImageURL{URL: part.ImageURL, Detail: part.Detail}})
+				out = append(out, chatwire.ContentPart{Type: "image_url", ImageURL: &chatwire.ImageURL{URL: part.ImageURL, Detail: part.Detail}})
 			case part.FileID != "":
 				d.nativeOnly(pp, "an input_image given by file_id", whyNative)
 			default:
@@ -239,7 +239,7 @@ func (d *decoded) parts(p string, parts []wirePart) ([]openaiwire.ContentPart, e
 				return nil, bad(pp, "%s: an input_file needs file_data, file_id or file_url", pp)
 			}
 			raw, _ := json.Marshal(f)
-			out = append(out, openaiwire.ContentPart{Type: "file", File: raw})
+			out = append(out, chatwire.ContentPart{Type: "file", File: raw})
 		case "":
 			return nil, bad(pp+".type", "%s: a content part needs type", pp)
 		default:

@@ -1,6 +1,8 @@
 package responses
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"strconv"
 	"unsafe"
@@ -8,14 +10,14 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // This file appends the Responses API's JSON: events, the response object,
 // output items and usage. Every appender writes into the caller's buffer;
-// strings go through openaiwire.AppendJSONString.
+// strings go through jsonb.AppendString.
 
-var str = openaiwire.AppendJSONString
+var str = jsonb.AppendString
 
 // begin opens an SSE frame for an event of type typ: its `event:` line and
 // the data object up to its sequence_number, which it takes from e.seq.
@@ -136,7 +138,7 @@ type echo struct {
 // readEcho collects the echoed parameters in one pass over the body.
 func readEcho(body []byte) echo {
 	var ec echo
-	openaiwire.Members(body, func(k string, v []byte) bool {
+	chatwire.Members(body, func(k string, v []byte) bool {
 		switch k {
 		case "instructions":
 			ec.instructions = v

@@ -20,13 +20,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -76,7 +76,7 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	}
 	version := p.Options["anthropic_version"]
 	if version == "" {
-		version = anthropicwire.DefaultVersion
+		version = messageswire.DefaultVersion
 	}
 	if client == nil {
 		client = http.DefaultClient
@@ -126,8 +126,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, provider.TransportError(ctx, a.id, err)
 	}
 	if stream {
-		var e anthropicwire.ErrorResponse
-		if json.Unmarshal(data, &e) == nil && e.Type == anthropicwire.EventError {
+		var e messageswire.ErrorResponse
+		if json.Unmarshal(data, &e) == nil && e.Type == messageswire.EventError {
 			return nil, provider.InBandError(a.id, e.Error.Type)
 		}
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
@@ -145,7 +145,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 // credentials, 400 invalid_request with the redacted message as detail.
 func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
-	var e anthropicwire.ErrorResponse
+	var e messageswire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)
 	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
 		retryafter.Parse(resp.Header, timeNow()))

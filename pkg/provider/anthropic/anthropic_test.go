@@ -17,8 +17,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keyledger"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 const testSecret = "sk-ant-api03-TESTKEYtestkey0123456789"
@@ -92,7 +92,7 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 // whose default max_tokens is 1024.
 func newCall(t *testing.T, body string, key keyledger.Key) *provider.Call {
 	t.Helper()
-	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestSendNonStreaming(t *testing.T) {
 			Message      struct{ Content string } `json:"message"`
 			FinishReason string                   `json:"finish_reason"`
 		} `json:"choices"`
-		Usage openaiwire.Usage `json:"usage"`
+		Usage chatwire.Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &c); err != nil {
 		t.Fatal(err)

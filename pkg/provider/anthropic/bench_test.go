@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // benchTranslator returns a translator past message_start with a text
@@ -59,7 +59,7 @@ func BenchmarkTextDeltaUnmarshal(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchTextDelta)))
 	for b.Loop() {
-		var ev anthropicwire.StreamEvent
+		var ev messageswire.StreamEvent
 		if err := json.Unmarshal(benchTextDelta, &ev); err != nil {
 			b.Fatal(err)
 		}

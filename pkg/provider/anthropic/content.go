@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // The conversation's translation (see request.go for what is translated,
@@ -25,7 +25,7 @@ func cacheCtl(raw json.RawMessage) json.RawMessage {
 
 // markLast puts a message-level cache_control on the last block, unless
 // that block has its own.
-func markLast(blocks []anthropicwire.ContentBlock, cc json.RawMessage) {
+func markLast(blocks []messageswire.ContentBlock, cc json.RawMessage) {
 	if cc = cacheCtl(cc); cc == nil || len(blocks) == 0 {
 		return
 	}
@@ -35,11 +35,11 @@ func markLast(blocks []anthropicwire.ContentBlock, cc json.RawMessage) {
 }
 
 // messages translates the conversation and the system prompt.
-func (t *translator) messages(out *anthropicwire.Request, msgs []openaiwire.Message) error {
+func (t *translator) messages(out *messageswire.Request, msgs []chatwire.Message) error {
 	for i, m := range msgs {
 		p := fmt.Sprintf("messages[%d]", i)
 		var role string
-		var blocks []anthropicwire.ContentBlock
+		var blocks []messageswire.ContentBlock
 		var err error
 		switch m.Role {
 		case "system", "developer":
@@ -51,13 +51,13 @@ func (t *translator) messages(out *anthropicwire.Request, msgs []openaiwire.Mess
 			out.System = append(out.System, blocks...)
 			continue
 		case "user":
-			role = anthropicwire.RoleUser
+			role = messageswire.RoleUser
 			blocks, err = t.parts(p, m.Content, true)
 		case "assistant":
-			role = anthropicwire.RoleAssistant
+			role = messageswire.RoleAssistant
 			blocks, err = t.assistant(p, m)
 		case "tool":
-			role = anthropicwire.RoleUser
+			role = messageswire.RoleUser
 			blocks, err = t.toolResult(p, m)
 		default:
 			return t.unsupported(p+".role", fmt.Sprintf("role %q (legacy function calling; use tools)", m.Role))
@@ -75,13 +75,13 @@ func (t *translator) messages(out *anthropicwire.Request, msgs []openaiwire.Mess
 			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
 			continue
 		}
-		out.Messages = append(out.Messages, anthropicwire.Message{Role: role, Content: blocks})
+		out.Messages = append(out.Messages, messageswire.Message{Role: role, Content: blocks})
 	}
 	if len(out.Messages) == 0 {
 		return t.invalid("messages", "messages has only system or developer messages; Anthropic needs at least one user message")
 	}
 	for i := range out.Messages {
-		if out.Messages[i].Role == anthropicwire.RoleUser {
+		if out.Messages[i].Role == messageswire.RoleUser {
 			toolResultsFirst(out.Messages[i].Content)
 		}
 	}
@@ -91,10 +91,10 @@ func (t *translator) messages(out *anthropicwire.Request, msgs []openaiwire.Mess
 // toolResultsFirst moves tool_result blocks before the other blocks of a
 // user turn, keeping both groups' order: the API requires tool results to
 // lead the turn that answers the tool calls.
-func toolResultsFirst(blocks []anthropicwire.ContentBlock) {
+func toolResultsFirst(blocks []messageswire.ContentBlock) {
 	seenOther := false
 	for _, b := range blocks {
-		if b.Type != anthropicwire.BlockToolResult {
+		if b.Type != messageswire.BlockToolResult {
 			seenOther = true
 		} else if seenOther {
 			goto reorder
@@ -102,14 +102,14 @@ func toolResultsFirst(blocks []anthropicwire.ContentBlock) {
 	}
 	return
 reorder:
-	sorted := make([]anthropicwire.ContentBlock, 0, len(blocks))
+	sorted := make([]messageswire.ContentBlock, 0, len(blocks))
 	for _, b := range blocks {
-		if b.Type == anthropicwire.BlockToolResult {
+		if b.Type == messageswire.BlockToolResult {
 			sorted = append(sorted, b)
 		}
 	}
 	for _, b := range blocks {
-		if b.Type != anthropicwire.BlockToolResult {
+		if b.Type != messageswire.BlockToolResult {
 			sorted = append(sorted, b)
 		}
 	}
@@ -118,20 +118,20 @@ reorder:
 
 // parts translates a message's content. Empty text is dropped (the API
 // rejects empty text blocks). media allows images and files.
-func (t *translator) parts(p string, c openaiwire.Content, media bool) ([]anthropicwire.ContentBlock, error) {
+func (t *translator) parts(p string, c chatwire.Content, media bool) ([]messageswire.ContentBlock, error) {
 	if !c.IsParts {
 		if c.Text == "" {
 			return nil, nil
 		}
-		return []anthropicwire.ContentBlock{{Type: anthropicwire.BlockText, Text: c.Text}}, nil
+		return []messageswire.ContentBlock{{Type: messageswire.BlockText, Text: c.Text}}, nil
 	}
-	blocks := make([]anthropicwire.ContentBlock, 0, len(c.Parts))
+	blocks := make([]messageswire.ContentBlock, 0, len(c.Parts))
 	for j, part := range c.Parts {
 		pp := fmt.Sprintf("%s.content[%d]", p, j)
-		b := anthropicwire.ContentBlock{CacheControl: cacheCtl(part.CacheCtl)}
+		b := messageswire.ContentBlock{CacheControl: cacheCtl(part.CacheCtl)}
 		switch part.Type {
 		case "text", "refusal":
-			b.Type, b.Text = anthropicwire.BlockText, part.Text
+			b.Type, b.Text = messageswire.BlockText, part.Text
 			if part.Type == "refusal" {
 				b.Text = part.Refusal
 			}
@@ -146,7 +146,7 @@ func (t *translator) parts(p string, c openaiwire.Content, media bool) ([]anthro
 			if err != nil {
 				return nil, err
 			}
-			b.Type, b.Source = anthropicwire.BlockImage, src
+			b.Type, b.Source = messageswire.BlockImage, src
 		case "file":
 			if !media {
 				return nil, t.unsupported(pp, "a file in a system message")
@@ -155,7 +155,7 @@ func (t *translator) parts(p string, c openaiwire.Content, media bool) ([]anthro
 			if err != nil {
 				return nil, err
 			}
-			b.Type, b.Source = anthropicwire.BlockDocument, src
+			b.Type, b.Source = messageswire.BlockDocument, src
 		case "input_audio":
 			return nil, t.unsupported(pp, "input_audio content")
 		default:
@@ -168,22 +168,22 @@ func (t *translator) parts(p string, c openaiwire.Content, media bool) ([]anthro
 
 // imageSource translates an image URL: a base64 data URL becomes inline
 // data, an http(s) URL a url source.
-func (t *translator) imageSource(p, u string) (*anthropicwire.Source, error) {
+func (t *translator) imageSource(p, u string) (*messageswire.Source, error) {
 	if strings.HasPrefix(u, "data:") {
 		mt, data, ok := parseDataURL(u)
 		if !ok {
 			return nil, t.invalid(p+".image_url.url", "%s.image_url.url is a data URL that is not base64 (want data:<media type>;base64,<data>)", p)
 		}
-		return &anthropicwire.Source{Type: "base64", MediaType: mt, Data: data}, nil
+		return &messageswire.Source{Type: "base64", MediaType: mt, Data: data}, nil
 	}
 	if l := strings.ToLower(u); strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://") {
-		return &anthropicwire.Source{Type: "url", URL: u}, nil
+		return &messageswire.Source{Type: "url", URL: u}, nil
 	}
 	return nil, t.invalid(p+".image_url.url", "%s.image_url.url must be an http(s) URL or a base64 data URL", p)
 }
 
 // fileSource translates a file part: only PDF given inline as a data URL.
-func (t *translator) fileSource(p string, raw json.RawMessage) (*anthropicwire.Source, error) {
+func (t *translator) fileSource(p string, raw json.RawMessage) (*messageswire.Source, error) {
 	var f struct {
 		FileData string `json:"file_data"`
 		FileID   string `json:"file_id"`
@@ -196,7 +196,7 @@ func (t *translator) fileSource(p string, raw json.RawMessage) (*anthropicwire.S
 	if !ok || mt != "application/pdf" {
 		return nil, t.unsupported(p+".file.file_data", "a file part other than a base64 PDF data URL")
 	}
-	return &anthropicwire.Source{Type: "base64", MediaType: mt, Data: data}, nil
+	return &messageswire.Source{Type: "base64", MediaType: mt, Data: data}, nil
 }
 
 // parseDataURL splits data:<media type>[;params];base64,<data>.
@@ -218,13 +218,13 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 
 // assistant translates an assistant turn: its text, then its tool calls as
 // tool_use blocks whose input is the parsed arguments.
-func (t *translator) assistant(p string, m openaiwire.Message) ([]anthropicwire.ContentBlock, error) {
+func (t *translator) assistant(p string, m chatwire.Message) ([]messageswire.ContentBlock, error) {
 	blocks, err := t.parts(p, m.Content, false)
 	if err != nil {
 		return nil, err
 	}
 	if m.Refusal != nil && *m.Refusal != "" && len(blocks) == 0 {
-		blocks = append(blocks, anthropicwire.ContentBlock{Type: anthropicwire.BlockText, Text: *m.Refusal})
+		blocks = append(blocks, messageswire.ContentBlock{Type: messageswire.BlockText, Text: *m.Refusal})
 	}
 	for j, tc := range m.ToolCalls {
 		pp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
@@ -241,18 +241,18 @@ func (t *translator) assistant(p string, m openaiwire.Message) ([]anthropicwire.
 		if !json.Valid(args) || args[0] != '{' {
 			return nil, t.invalid(pp+".function.arguments", "%s.function.arguments is not a JSON object", pp)
 		}
-		blocks = append(blocks, anthropicwire.ContentBlock{Type: anthropicwire.BlockToolUse, ID: tc.ID, Name: tc.Function.Name, Input: args})
+		blocks = append(blocks, messageswire.ContentBlock{Type: messageswire.BlockToolUse, ID: tc.ID, Name: tc.Function.Name, Input: args})
 	}
 	return blocks, nil
 }
 
 // toolResult translates a tool message into a tool_result block; the
 // message's cache_control goes on the block itself.
-func (t *translator) toolResult(p string, m openaiwire.Message) ([]anthropicwire.ContentBlock, error) {
+func (t *translator) toolResult(p string, m chatwire.Message) ([]messageswire.ContentBlock, error) {
 	content, err := t.parts(p, m.Content, true)
 	if err != nil {
 		return nil, err
 	}
-	return []anthropicwire.ContentBlock{{Type: anthropicwire.BlockToolResult, ToolUseID: m.ToolCallID,
+	return []messageswire.ContentBlock{{Type: messageswire.BlockToolResult, ToolUseID: m.ToolCallID,
 		Content: content, CacheControl: cacheCtl(m.CacheCtl)}}, nil
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 var _ provider.TokenCounter = (*Adapter)(nil)
@@ -23,11 +23,11 @@ func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, er
 	if !provider.Passthrough(call.Req, exchange.Messages) {
 		return 0, provider.ErrCannotCount
 	}
-	var sys *openaiwire.Variant
+	var sys *chatwire.Variant
 	if v := call.Variant(); v != nil && v.EditsSystem() {
 		// The prompt the target would get; count_tokens takes no sampling
 		// parameters or output limit.
-		sys = &openaiwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix}
+		sys = &chatwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix}
 	}
 	body, err := passthroughBody(call.Req.Body, call.Model(), 0, sys)
 	if err != nil {

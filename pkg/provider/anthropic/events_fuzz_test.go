@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // gen turns fuzz bytes into a sequence of well-typed Anthropic stream
@@ -175,7 +175,7 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *openaiwire.Usage `json:"usage"`
+	Usage *chatwire.Usage `json:"usage"`
 }
 
 // FuzzTranslateEvents drives the stream translator (through the SSE
@@ -258,7 +258,7 @@ func FuzzTranslateEvents(f *testing.F) {
 			if !json.Valid(fr) {
 				t.Fatalf("chunk %d is not JSON: %s", i, fr)
 			}
-			ci := openaiwire.InspectChunk(fr)
+			ci := chatwire.InspectChunk(fr)
 			if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
 				t.Fatalf("event %d (%s) content=%v finish=%v usage_only=%v disagrees with its chunk: %s", i, kindName(ev.Kind), ev.Commits(), ev.Finishes(), ev.IsUsageOnly(), fr)
 			}

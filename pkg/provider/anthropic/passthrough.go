@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"context"
 	"io"
@@ -12,8 +14,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Passthrough: a client of the Messages API served by an Anthropic
@@ -21,7 +23,7 @@ import (
 // target's), max_tokens, lowered to the admitted output cap when the
 // request has one (exchange.Request.OutputCap) and the client asked for
 // more, and the target's prompt variant (system, temperature, top_p,
-// max_tokens; see openaiwire.ApplyVariantMembers); nothing is decoded and re-encoded, so fields the gateway does not
+// max_tokens; see chatwire.ApplyVariantMembers); nothing is decoded and re-encoded, so fields the gateway does not
 // know (context_management, defer_loading, ...) reach the upstream. The
 // client's anthropic-version and anthropic-beta headers are forwarded
 // unchanged (the configured anthropic_version when the client sent none);
@@ -49,23 +51,23 @@ import (
 
 // messagesVariant is how a target's prompt variant edits a Messages body:
 // the system member (a string, or text blocks), and max_tokens.
-var messagesVariant = openaiwire.MemberVariant{Prompt: "system", MaxTokens: "max_tokens",
+var messagesVariant = chatwire.MemberVariant{Prompt: "system", MaxTokens: "max_tokens",
 	Block: func(text string) []byte {
-		return append(append([]byte(`{"type":"text","text":`), openaiwire.AppendJSONString(nil, text)...), '}')
+		return append(append([]byte(`{"type":"text","text":`), jsonb.AppendString(nil, text)...), '}')
 	}}
 
 // passthroughBody rewrites the client's body for model, the output cap
 // (the admitted cap and the variant's, provider.Call.OutputLimit) and the
 // target's prompt variant, byte for byte.
-func passthroughBody(body []byte, model string, outputCap int, v *openaiwire.Variant) ([]byte, error) {
-	body, err := openaiwire.ApplyVariantMembers(body, v, messagesVariant)
+func passthroughBody(body []byte, model string, outputCap int, v *chatwire.Variant) ([]byte, error) {
+	body, err := chatwire.ApplyVariantMembers(body, v, messagesVariant)
 	if err != nil {
 		return nil, err
 	}
-	return openaiwire.EditMembers(make([]byte, 0, len(body)+16), body, func(key string, v []byte) ([]byte, bool) {
+	return chatwire.EditMembers(make([]byte, 0, len(body)+16), body, func(key string, v []byte) ([]byte, bool) {
 		switch key {
 		case "model":
-			return openaiwire.AppendJSONString(nil, model), true
+			return jsonb.AppendString(nil, model), true
 		case "max_tokens":
 			if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); outputCap > 0 && err == nil && n > outputCap {
 				return strconv.AppendInt(nil, int64(outputCap), 10), true

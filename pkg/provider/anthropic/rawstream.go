@@ -6,10 +6,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // rawStream relays an Anthropic event stream frame by frame (see
@@ -24,15 +24,15 @@ type rawStream struct {
 	frame    []byte
 
 	started, finished, stopped, gotDelta bool
-	u                                    anthropicwire.Usage
+	u                                    messageswire.Usage
 	chars                                int
 }
 
 func newReader(body io.Reader) *sse.Reader { return sse.NewReader(body, 0) }
 
 // usageOf reads a usage object.
-func usageOf(u gjson.Result) anthropicwire.Usage {
-	return anthropicwire.Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int()),
+func usageOf(u gjson.Result) messageswire.Usage {
+	return messageswire.Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int()),
 		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()), CacheReadInputTokens: int(u.Get("cache_read_input_tokens").Int())}
 }
 
@@ -50,7 +50,7 @@ func (s *rawStream) Next() (exchange.Event, error) {
 			return exchange.Event{}, provider.Interrupted(s.prov, "broke off", err)
 		}
 		name := bytesString(f.Event)
-		if name == anthropicwire.EventError {
+		if name == messageswire.EventError {
 			return exchange.Event{}, provider.InBandError(s.prov, gjson.GetBytes(f.Data, "error.type").Str)
 		}
 		if len(f.Data) == 0 {
@@ -66,19 +66,19 @@ func (s *rawStream) Next() (exchange.Event, error) {
 		}
 		ev := exchange.Event{Kind: exchange.Raw, RawAPI: exchange.Messages}
 		switch name {
-		case anthropicwire.EventError:
+		case messageswire.EventError:
 			return exchange.Event{}, provider.InBandError(s.prov, doc.Get("error.type").Str)
-		case anthropicwire.EventMessageStart:
+		case messageswire.EventMessageStart:
 			if !s.started {
 				s.started = true
 				s.u = usageOf(doc.Get("message.usage"))
 			}
-		case anthropicwire.EventContentBlockStart:
+		case messageswire.EventContentBlockStart:
 			if cb := doc.Get("content_block"); blockHasContent(cb) {
 				ev.Flags |= exchange.HasContent
 				s.chars += len(cb.Get("name").Str) + len(cb.Get("text").Str) + len(cb.Get("thinking").Str)
 			}
-		case anthropicwire.EventContentBlockDelta:
+		case messageswire.EventContentBlockDelta:
 			d := doc.Get("delta")
 			n := 0
 			d.ForEach(func(k, v gjson.Result) bool {
@@ -91,8 +91,8 @@ func (s *rawStream) Next() (exchange.Event, error) {
 				ev.Flags |= exchange.HasContent
 				s.chars += n
 			}
-		case anthropicwire.EventMessageDelta:
-			var du anthropicwire.DeltaUsage
+		case messageswire.EventMessageDelta:
+			var du messageswire.DeltaUsage
 			u := doc.Get("usage")
 			for _, f := range []struct {
 				key string
@@ -113,7 +113,7 @@ func (s *rawStream) Next() (exchange.Event, error) {
 				ev.Finish, ev.Stop = finishReason(stop), stop
 				ev.StopSequence = doc.Get("delta.stop_sequence").Str
 			}
-		case anthropicwire.EventMessageStop:
+		case messageswire.EventMessageStop:
 			if !s.finished {
 				return exchange.Event{}, provider.Interrupted(s.prov, "reached message_stop without a stop_reason", nil)
 			}

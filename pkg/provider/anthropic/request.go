@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // Request translation, OpenAI Chat Completions -> Anthropic Messages.
@@ -89,12 +89,12 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 // does not know (see chatBody). defaultMax is the
 // output limit when the client gives none: the target's max_tokens,
 // lowered to the admitted cap (provider.Call.MaxTokens).
-func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatRequest, model string, defaultMax int) (*anthropicwire.Request, error) {
+func (t *translator) translateRequest(req *exchange.Request, r *chatwire.ChatRequest, model string, defaultMax int) (*messageswire.Request, error) {
 	body := chatBody(req)
 	if err := t.checkUnsupported(r, body); err != nil {
 		return nil, err
 	}
-	out := &anthropicwire.Request{Model: model, Stream: req.Stream, Temperature: r.Temperature, TopP: r.TopP}
+	out := &messageswire.Request{Model: model, Stream: req.Stream, Temperature: r.Temperature, TopP: r.TopP}
 	out.MaxTokens = r.MaxOutputTokens()
 	if out.MaxTokens == 0 {
 		out.MaxTokens = defaultMax
@@ -106,7 +106,7 @@ func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatR
 		out.StopSequences = r.Stop
 	}
 	if r.User != "" {
-		out.Metadata = &anthropicwire.Metadata{UserID: r.User}
+		out.Metadata = &messageswire.Metadata{UserID: r.User}
 	}
 	if err := t.topK(out, body); err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func chatBody(req *exchange.Request) []byte {
 }
 
 // checkUnsupported rejects what Anthropic cannot honour.
-func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) error {
+func (t *translator) checkUnsupported(r *chatwire.ChatRequest, body []byte) error {
 	if param, what, ok := provider.UnknownChatField(body, topLevel); ok {
 		return t.unsupported(param, what)
 	}
@@ -171,7 +171,7 @@ func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) er
 }
 
 // topK carries top_k, an Anthropic sampling parameter some OpenAI clients send.
-func (t *translator) topK(out *anthropicwire.Request, body []byte) error {
+func (t *translator) topK(out *messageswire.Request, body []byte) error {
 	if !bytes.Contains(body, []byte(`"top_k"`)) {
 		return nil
 	}
@@ -192,7 +192,7 @@ func (t *translator) topK(out *anthropicwire.Request, body []byte) error {
 var defaultSchema = json.RawMessage(`{"type":"object"}`)
 
 // tools translates tools, tool_choice and parallel_tool_calls.
-func (t *translator) tools(out *anthropicwire.Request, r *openaiwire.ChatRequest) error {
+func (t *translator) tools(out *messageswire.Request, r *chatwire.ChatRequest) error {
 	if r.ToolChoice != nil && !r.ToolChoice.Known() {
 		return t.unsupported("tool_choice", fmt.Sprintf("tool_choice type %q", r.ToolChoice.Mode))
 	}
@@ -204,7 +204,7 @@ func (t *translator) tools(out *anthropicwire.Request, r *openaiwire.ChatRequest
 		if len(schema) == 0 || string(schema) == "null" || string(schema) == "{}" {
 			schema = defaultSchema
 		}
-		out.Tools = append(out.Tools, anthropicwire.Tool{Name: tl.Function.Name, Description: tl.Function.Description,
+		out.Tools = append(out.Tools, messageswire.Tool{Name: tl.Function.Name, Description: tl.Function.Description,
 			InputSchema: schema, CacheControl: cacheCtl(tl.CacheCtl)})
 	}
 	noParallel := r.ParallelToolCalls != nil && !*r.ParallelToolCalls
@@ -218,7 +218,7 @@ func (t *translator) tools(out *anthropicwire.Request, r *openaiwire.ChatRequest
 		}
 		return nil
 	}
-	var tc anthropicwire.ToolChoice
+	var tc messageswire.ToolChoice
 	switch mode {
 	case "":
 		if !noParallel {
@@ -228,7 +228,7 @@ func (t *translator) tools(out *anthropicwire.Request, r *openaiwire.ChatRequest
 	case "auto":
 		tc.Type = "auto"
 	case "none":
-		out.ToolChoice = &anthropicwire.ToolChoice{Type: "none"}
+		out.ToolChoice = &messageswire.ToolChoice{Type: "none"}
 		return nil
 	case "required":
 		tc.Type = "any"
@@ -250,7 +250,7 @@ const (
 
 // responseFormat turns json_object / json_schema into a final system
 // instruction.
-func (t *translator) responseFormat(out *anthropicwire.Request, rf *openaiwire.ResponseFormat) error {
+func (t *translator) responseFormat(out *messageswire.Request, rf *chatwire.ResponseFormat) error {
 	if rf == nil {
 		return nil
 	}
@@ -287,6 +287,6 @@ func (t *translator) responseFormat(out *anthropicwire.Request, rf *openaiwire.R
 	default:
 		return t.unsupported("response_format.type", fmt.Sprintf("response_format %q", rf.Type))
 	}
-	out.System = append(out.System, anthropicwire.ContentBlock{Type: anthropicwire.BlockText, Text: text})
+	out.System = append(out.System, messageswire.ContentBlock{Type: messageswire.BlockText, Text: text})
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // canon decodes JSON into generic values for a comparison that ignores
@@ -27,7 +27,7 @@ func canon(t *testing.T, b []byte) any {
 // does, with target "anth/claude-x" and a default max_tokens of 4096.
 func translate(t *testing.T, body string) ([]byte, error) {
 	t.Helper()
-	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatalf("the OpenAI request does not parse: %v", err)
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // translateResponse turns a whole Messages response into canonical events,
@@ -26,12 +26,12 @@ import (
 // is provider.EmptyResponse; an error object in the body is
 // provider.InBandError.
 func translateResponse(prov string, data []byte, created int64) ([]exchange.Event, exchange.TokenUsage, error) {
-	var r anthropicwire.Response
+	var r messageswire.Response
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, exchange.TokenUsage{}, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: prov, Cause: err}
 	}
-	if r.Type == anthropicwire.EventError {
-		var e anthropicwire.ErrorResponse
+	if r.Type == messageswire.EventError {
+		var e messageswire.ErrorResponse
 		_ = json.Unmarshal(data, &e)
 		return nil, exchange.TokenUsage{}, provider.InBandError(prov, e.Error.Type)
 	}
@@ -40,12 +40,12 @@ func translateResponse(prov string, data []byte, created int64) ([]exchange.Even
 	content, tools := false, 0
 	for _, b := range r.Content {
 		switch b.Type {
-		case anthropicwire.BlockText:
+		case messageswire.BlockText:
 			if b.Text != "" {
 				content = true
 				evs = append(evs, exchange.Event{Kind: exchange.Text, Text: b.Text})
 			}
-		case anthropicwire.BlockThinking:
+		case messageswire.BlockThinking:
 			if b.Thinking != "" {
 				content = true
 				evs = append(evs, exchange.Event{Kind: exchange.Reasoning, Text: b.Thinking})
@@ -53,11 +53,11 @@ func translateResponse(prov string, data []byte, created int64) ([]exchange.Even
 			if b.Signature != "" {
 				evs = append(evs, exchange.Event{Kind: exchange.Signature, Text: b.Signature})
 			}
-		case anthropicwire.BlockRedactedThinking:
+		case messageswire.BlockRedactedThinking:
 			if b.Data != "" {
 				evs = append(evs, exchange.Event{Kind: exchange.RedactedReasoning, Text: b.Data})
 			}
-		case anthropicwire.BlockToolUse:
+		case messageswire.BlockToolUse:
 			content = true
 			evs = append(evs, exchange.Event{Kind: exchange.ToolCall, Index: tools, ID: b.ID, Name: b.Name},
 				exchange.Event{Kind: exchange.ToolArgs, Index: tools, Text: toolArgs(b.Input)})

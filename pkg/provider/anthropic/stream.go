@@ -8,10 +8,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/llmgw/llmgw/pkg/anthropicwire"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // Stream translation, Anthropic server-sent events -> canonical events
@@ -44,11 +44,11 @@ import (
 // finishReason maps an Anthropic stop_reason to the canonical finish reason.
 func finishReason(stop string) string {
 	switch stop {
-	case anthropicwire.StopMaxTokens, anthropicwire.StopModelContextWindowExceeded:
+	case messageswire.StopMaxTokens, messageswire.StopModelContextWindowExceeded:
 		return exchange.FinishLength
-	case anthropicwire.StopToolUse:
+	case messageswire.StopToolUse:
 		return exchange.FinishToolCalls
-	case anthropicwire.StopRefusal:
+	case messageswire.StopRefusal:
 		return exchange.FinishContentFilter
 	}
 	return exchange.FinishStop // end_turn, stop_sequence, pause_turn
@@ -76,11 +76,11 @@ type streamTranslator struct {
 	blocks []int // by Anthropic block index: blockText, blockThinking, blockOther or a tool call index
 	tools  int   // tool_use blocks seen
 
-	u     anthropicwire.Usage
+	u     messageswire.Usage
 	chars int // generated characters, for an estimate when the stream is cut
 
-	pending exchange.Event            // a second event from one Anthropic event (Kind 0: none)
-	ev      anthropicwire.StreamEvent // reused decode target for the rarer events
+	pending exchange.Event           // a second event from one Anthropic event (Kind 0: none)
+	ev      messageswire.StreamEvent // reused decode target for the rarer events
 }
 
 // bytesString views b as a string without copying; the string must not
@@ -103,31 +103,31 @@ func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 		return exchange.Event{}, nil
 	}
 	switch typ {
-	case anthropicwire.EventContentBlockDelta: // the hot path: no allocation for plain text
+	case messageswire.EventContentBlockDelta: // the hot path: no allocation for plain text
 		return t.delta(data)
-	case anthropicwire.EventPing, anthropicwire.EventContentBlockStop:
+	case messageswire.EventPing, messageswire.EventContentBlockStop:
 		return exchange.Event{}, nil
-	case anthropicwire.EventError:
-		var e anthropicwire.ErrorResponse
+	case messageswire.EventError:
+		var e messageswire.ErrorResponse
 		_ = json.Unmarshal(data, &e)
 		return exchange.Event{}, provider.InBandError(t.prov, e.Error.Type)
-	case anthropicwire.EventMessageStart, anthropicwire.EventContentBlockStart, anthropicwire.EventMessageDelta, anthropicwire.EventMessageStop:
+	case messageswire.EventMessageStart, messageswire.EventContentBlockStart, messageswire.EventMessageDelta, messageswire.EventMessageStop:
 	default:
 		return exchange.Event{}, nil // unknown events are skipped, as Anthropic's versioning policy asks
 	}
-	t.ev = anthropicwire.StreamEvent{}
+	t.ev = messageswire.StreamEvent{}
 	if err := json.Unmarshal(data, &t.ev); err != nil {
 		return exchange.Event{}, provider.Interrupted(t.prov, "sent a malformed "+typ+" event", err)
 	}
-	if typ != anthropicwire.EventMessageStart && !t.started {
+	if typ != messageswire.EventMessageStart && !t.started {
 		return exchange.Event{}, provider.Interrupted(t.prov, "sent "+typ+" before message_start", nil)
 	}
 	switch typ {
-	case anthropicwire.EventMessageStart:
+	case messageswire.EventMessageStart:
 		return t.messageStart(), nil
-	case anthropicwire.EventContentBlockStart:
+	case messageswire.EventContentBlockStart:
 		return t.blockStart()
-	case anthropicwire.EventMessageDelta:
+	case messageswire.EventMessageDelta:
 		return t.messageDelta(), nil
 	default: // message_stop
 		if !t.finished {
@@ -158,12 +158,12 @@ func (t *streamTranslator) blockStart() (exchange.Event, error) {
 		t.blocks = append(t.blocks, blockOther)
 	}
 	switch cb.Type {
-	case anthropicwire.BlockText:
+	case messageswire.BlockText:
 		t.blocks[i] = blockText
 		if cb.Text != "" {
 			return t.text(exchange.Text, cb.Text), nil
 		}
-	case anthropicwire.BlockThinking:
+	case messageswire.BlockThinking:
 		t.blocks[i] = blockThinking
 		sig := exchange.Event{Kind: exchange.Signature, Text: cb.Signature}
 		if cb.Thinking != "" {
@@ -175,12 +175,12 @@ func (t *streamTranslator) blockStart() (exchange.Event, error) {
 		if cb.Signature != "" {
 			return sig, nil
 		}
-	case anthropicwire.BlockRedactedThinking:
+	case messageswire.BlockRedactedThinking:
 		t.blocks[i] = blockOther
 		if cb.Data != "" {
 			return exchange.Event{Kind: exchange.RedactedReasoning, Text: cb.Data}, nil
 		}
-	case anthropicwire.BlockToolUse:
+	case messageswire.BlockToolUse:
 		n := t.tools
 		t.tools++
 		t.blocks[i] = n
@@ -205,11 +205,11 @@ func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
 	s := bytesString(data)
 	d := gjson.Get(s, "delta")
 	switch d.Get("type").Str {
-	case anthropicwire.DeltaText:
+	case messageswire.DeltaText:
 		if v := d.Get("text").String(); v != "" {
 			return t.text(exchange.Text, v), nil
 		}
-	case anthropicwire.DeltaInputJSON:
+	case messageswire.DeltaInputJSON:
 		i := int(gjson.Get(s, "index").Int())
 		if i < 0 || i >= len(t.blocks) || t.blocks[i] < 0 {
 			return exchange.Event{}, nil // a server tool's input: not a client tool call
@@ -218,11 +218,11 @@ func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
 			t.chars += len(v)
 			return exchange.Event{Kind: exchange.ToolArgs, Index: t.blocks[i], Text: v}, nil
 		}
-	case anthropicwire.DeltaThinking:
+	case messageswire.DeltaThinking:
 		if v := d.Get("thinking").String(); v != "" {
 			return t.text(exchange.Reasoning, v), nil
 		}
-	case anthropicwire.DeltaSignature:
+	case messageswire.DeltaSignature:
 		if v := d.Get("signature").String(); v != "" {
 			return exchange.Event{Kind: exchange.Signature, Text: v}, nil
 		}
@@ -244,7 +244,7 @@ func (t *streamTranslator) messageDelta() exchange.Event {
 
 // mergeDeltaUsage applies a message_delta's cumulative usage to u and
 // reports whether it carried the final output_tokens.
-func mergeDeltaUsage(u *anthropicwire.Usage, d *anthropicwire.DeltaUsage) bool {
+func mergeDeltaUsage(u *messageswire.Usage, d *messageswire.DeltaUsage) bool {
 	if d == nil {
 		return false
 	}
@@ -275,7 +275,7 @@ func finishEvent(stop string, seq *string) exchange.Event {
 
 // tokenUsage maps Anthropic usage to the gateway's: Input counts every
 // prompt token, cached or not (Anthropic's input_tokens excludes them).
-func tokenUsage(u anthropicwire.Usage) exchange.TokenUsage {
+func tokenUsage(u messageswire.Usage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
 }
@@ -289,7 +289,7 @@ func (t *streamTranslator) usage() exchange.TokenUsage {
 // output estimated from the characters seen when the stream was cut
 // before message_delta (message_start's output count is a placeholder),
 // and everything estimated before message_start.
-func streamUsage(started, gotDelta bool, au anthropicwire.Usage, reqBytes, chars int) exchange.TokenUsage {
+func streamUsage(started, gotDelta bool, au messageswire.Usage, reqBytes, chars int) exchange.TokenUsage {
 	if !started {
 		return exchange.TokenUsage{Input: exchange.EstimateTokens(reqBytes), Output: exchange.EstimateTokens(chars), Estimated: true}
 	}
@@ -338,7 +338,7 @@ func (s *sseStream) Next() (exchange.Event, error) {
 		if len(f.Data) == 0 && len(f.Event) == 0 {
 			continue
 		}
-		if len(f.Data) > 0 && string(f.Event) != anthropicwire.EventError && !gjson.ValidBytes(f.Data) {
+		if len(f.Data) > 0 && string(f.Event) != messageswire.EventError && !gjson.ValidBytes(f.Data) {
 			// A malformed frame is never translated: skip it, count it, and
 			// keep the stream if it otherwise completes (message_stop).
 			s.malformed++

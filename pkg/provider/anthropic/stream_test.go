@@ -16,7 +16,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -42,7 +42,7 @@ func replay(t *testing.T, sseBody []byte) string {
 		if !json.Valid(f.data) {
 			t.Fatalf("chunk %d is not valid JSON: %s", i, f.data)
 		}
-		ci := openaiwire.InspectChunk(f.data)
+		ci := chatwire.InspectChunk(f.data)
 		if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
 			t.Errorf("event %d (%s) content=%v finish=%v usage_only=%v disagrees with its chunk %+v: %s",
 				i, kindName(ev.Kind), ev.Commits(), ev.Finishes(), ev.IsUsageOnly(), ci, f.data)
@@ -216,7 +216,7 @@ func TestStreamUsageAndCacheFigures(t *testing.T) {
 	}
 	chunks := chatData(t, evs)
 	last := chunks[len(chunks)-1]
-	ci := openaiwire.InspectChunk(last)
+	ci := chatwire.InspectChunk(last)
 	if !ci.UsageOnly || ci.Usage.PromptTokens != 12+200+1800 || ci.Usage.CompletionTokens != 3 || ci.Usage.TotalTokens != 2015 ||
 		ci.Usage.PromptTokensDetails == nil || ci.Usage.PromptTokensDetails.CachedTokens != 1800 {
 		t.Errorf("usage chunk = %s", last)

@@ -19,9 +19,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -33,7 +33,7 @@ const model = "anthropic.claude-3-5-haiku-20241022-v1:0"
 // default max tokens is 4096.
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
-	req, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", body, err)
 	}
@@ -71,7 +71,7 @@ func drain(t *testing.T, s provider.Stream) ([]string, error) {
 		if !ok || !ok2 || !json.Valid([]byte(data)) {
 			t.Errorf("chunk is not one data frame of JSON: %q", frame)
 		}
-		ci := openaiwire.InspectChunk([]byte(data))
+		ci := chatwire.InspectChunk([]byte(data))
 		if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
 			t.Errorf("event %+v disagrees with its chunk %s", ev, data)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // The messages' translation (see the package comment): system blocks,
@@ -20,7 +20,7 @@ import (
 // systemBlocks translates a system or developer message. Bedrock's system
 // prompt is one list, so system messages anywhere in the conversation are
 // gathered there in order.
-func systemBlocks(m *openaiwire.Message, p, target string) ([]types.SystemContentBlock, error) {
+func systemBlocks(m *chatwire.Message, p, target string) ([]types.SystemContentBlock, error) {
 	var out []types.SystemContentBlock
 	addCache := func(raw json.RawMessage, param string) error {
 		cp, err := cachePoint(raw, param)
@@ -55,7 +55,7 @@ func systemBlocks(m *openaiwire.Message, p, target string) ([]types.SystemConten
 
 // contentBlocks translates user (and assistant) content. Empty text is
 // skipped: bedrock refuses blank text blocks.
-func contentBlocks(c openaiwire.Content, p, target string) ([]types.ContentBlock, error) {
+func contentBlocks(c chatwire.Content, p, target string) ([]types.ContentBlock, error) {
 	if !c.IsParts {
 		if c.Text == "" {
 			return nil, nil
@@ -98,7 +98,7 @@ func contentBlocks(c openaiwire.Content, p, target string) ([]types.ContentBlock
 
 // assistantBlocks translates an assistant message: its text (or refusal),
 // then one toolUse block per tool call.
-func assistantBlocks(m *openaiwire.Message, p, target string) ([]types.ContentBlock, error) {
+func assistantBlocks(m *chatwire.Message, p, target string) ([]types.ContentBlock, error) {
 	blocks, err := contentBlocks(m.Content, p, target)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func assistantBlocks(m *openaiwire.Message, p, target string) ([]types.ContentBl
 }
 
 // toolResult translates a tool message into a toolResult block.
-func toolResult(m *openaiwire.Message, p, target string) (types.ContentBlock, error) {
+func toolResult(m *chatwire.Message, p, target string) (types.ContentBlock, error) {
 	content := []types.ToolResultContentBlock{}
 	if !m.Content.IsParts {
 		if m.Content.Text != "" {

@@ -14,8 +14,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/modelid"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/embedwire"
 )
 
 // Embeddings (an exchange.Embeddings request): InvokeModel with the body of
@@ -35,7 +35,7 @@ import (
 //	                        as any other model)
 //
 // The vectors come back as one Raw event (RawAPI Embeddings, Flags Whole)
-// holding the OpenAI list body (openaiwire.EmbeddingsBody); base64 is
+// holding the OpenAI list body (embedwire.EmbeddingsBody); base64 is
 // encoded by the gateway (float32, little-endian). Token-array inputs and
 // any other model are refused as unsupported before any call, so the
 // failover engine tries the next target.
@@ -97,7 +97,7 @@ func (a *Adapter) sendEmbeddings(ctx context.Context, call *provider.Call) (prov
 		}
 		u = exchange.TokenUsage{Input: n, Estimated: true}
 	}
-	body := openaiwire.EmbeddingsBody(model, vectors, u.Input, er.EncodingFormat == "base64")
+	body := embedwire.EmbeddingsBody(model, vectors, u.Input, er.EncodingFormat == "base64")
 	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: body, RawAPI: exchange.Embeddings,
 		Flags: exchange.HasContent | exchange.HasFinish | exchange.Whole}), nil
 }

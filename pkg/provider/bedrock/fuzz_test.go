@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // fuzzStream is an eventStream holding a fixed sequence of events.
@@ -252,7 +252,7 @@ func FuzzStreamTranslator(f *testing.F) {
 		}
 		finishes := 0
 		var finish string
-		var lastUsage *openaiwire.Usage
+		var lastUsage *chatwire.Usage
 		var lastEv exchange.Event
 		for i := 0; ; i++ {
 			if i > len(evs)+2 {
@@ -294,7 +294,7 @@ func FuzzStreamTranslator(f *testing.F) {
 			if !json.Valid(fr) {
 				t.Fatalf("chunk %d is not JSON: %s", i, fr)
 			}
-			ci := openaiwire.InspectChunk(fr)
+			ci := chatwire.InspectChunk(fr)
 			if ci.Content != ev.Commits() || ci.Finish != ev.Finishes() || ci.UsageOnly != ev.IsUsageOnly() {
 				t.Fatalf("event %d (kind %d) content=%v finish=%v usage_only=%v disagrees with its chunk: %s", i, ev.Kind, ev.Commits(), ev.Finishes(), ev.IsUsageOnly(), fr)
 			}
@@ -313,7 +313,7 @@ func FuzzStreamTranslator(f *testing.F) {
 					} `json:"delta"`
 					FinishReason *string `json:"finish_reason"`
 				} `json:"choices"`
-				Usage *openaiwire.Usage `json:"usage"`
+				Usage *chatwire.Usage `json:"usage"`
 			}
 			if err := json.Unmarshal(fr, &c); err != nil || c.Object != "chat.completion.chunk" {
 				t.Fatalf("chunk %d is not a chat.completion.chunk: %s", i, fr)

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/modelid"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Models: what the adapter knows about the model behind a target. A
@@ -60,7 +60,7 @@ func caching(model string, opts map[string]string) (messages, tools bool) {
 // withoutCacheControl returns r without the cache_control marks the model
 // cannot take (on messages and their parts, on tools), as a copy; r itself
 // when there are none to drop.
-func withoutCacheControl(r *openaiwire.ChatRequest, messages, tools bool) *openaiwire.ChatRequest {
+func withoutCacheControl(r *chatwire.ChatRequest, messages, tools bool) *chatwire.ChatRequest {
 	c := *r
 	changed := false
 	if messages {
@@ -73,12 +73,12 @@ func withoutCacheControl(r *openaiwire.ChatRequest, messages, tools bool) *opena
 				continue
 			}
 			if !changed {
-				c.Messages = append([]openaiwire.Message(nil), r.Messages...)
+				c.Messages = append([]chatwire.Message(nil), r.Messages...)
 				changed = true
 			}
 			m.CacheCtl = nil
 			if m.Content.IsParts {
-				m.Content.Parts = append([]openaiwire.ContentPart(nil), m.Content.Parts...)
+				m.Content.Parts = append([]chatwire.ContentPart(nil), m.Content.Parts...)
 				for j := range m.Content.Parts {
 					m.Content.Parts[j].CacheCtl = nil
 				}
@@ -93,7 +93,7 @@ func withoutCacheControl(r *openaiwire.ChatRequest, messages, tools bool) *opena
 				continue
 			}
 			if !copied {
-				c.Tools = append([]openaiwire.Tool(nil), r.Tools...)
+				c.Tools = append([]chatwire.Tool(nil), r.Tools...)
 				copied, changed = true, true
 			}
 			c.Tools[i].CacheCtl = nil

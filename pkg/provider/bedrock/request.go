@@ -16,8 +16,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // request is the translated Converse request: the fields Converse and
@@ -79,7 +79,7 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 // (provider.Call.MaxTokens). target ("provider/model") names the target in
 // errors. Every feature Converse cannot honour is refused here, before any
 // call.
-func translateRequest(rq *exchange.Request, req *openaiwire.ChatRequest, model string, maxTokens int, target string) (*request, error) {
+func translateRequest(rq *exchange.Request, req *chatwire.ChatRequest, model string, maxTokens int, target string) (*request, error) {
 	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func chatBody(rq *exchange.Request) []byte {
 
 // checkUnsupported refuses the request-level features Converse has no
 // equivalent for.
-func checkUnsupported(req *openaiwire.ChatRequest, body []byte, target string) error {
+func checkUnsupported(req *chatwire.ChatRequest, body []byte, target string) error {
 	switch {
 	case req.N != nil && *req.N > 1:
 		return unsupported(target, "n", "n>1 (several choices)", "bedrock returns one choice per call")
@@ -218,7 +218,7 @@ func checkUnsupported(req *openaiwire.ChatRequest, body []byte, target string) e
 // whenever the conversation holds toolUse or toolResult blocks. So "none"
 // is honoured by sending no tools when the history has no tool blocks (the
 // model cannot call what it does not know), and refused when it has.
-func toolConfig(req *openaiwire.ChatRequest, hasToolBlocks bool, target string) (*types.ToolConfiguration, error) {
+func toolConfig(req *chatwire.ChatRequest, hasToolBlocks bool, target string) (*types.ToolConfiguration, error) {
 	mode := ""
 	if req.ToolChoice != nil {
 		mode = req.ToolChoice.Mode
@@ -290,7 +290,7 @@ func toolConfig(req *openaiwire.ChatRequest, hasToolBlocks bool, target string) 
 // inferenceConfig translates max tokens, temperature, top_p and stop.
 // Values pass through unscaled: bedrock validates them per model (Anthropic
 // models, for one, take temperature 0-1).
-func inferenceConfig(req *openaiwire.ChatRequest, maxTokens int) *types.InferenceConfiguration {
+func inferenceConfig(req *chatwire.ChatRequest, maxTokens int) *types.InferenceConfiguration {
 	ic := &types.InferenceConfiguration{}
 	set := false
 	if n := req.MaxOutputTokens(); n > 0 {
@@ -320,7 +320,7 @@ func inferenceConfig(req *openaiwire.ChatRequest, maxTokens int) *types.Inferenc
 // outputConfig translates response_format json_schema into bedrock's
 // structured output (outputConfig.textFormat), and reasoning_effort into
 // outputConfig.effort.
-func outputConfig(req *openaiwire.ChatRequest, target string) (*types.OutputConfig, error) {
+func outputConfig(req *chatwire.ChatRequest, target string) (*types.OutputConfig, error) {
 	var oc types.OutputConfig
 	set := false
 	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" {

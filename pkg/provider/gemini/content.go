@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/openaiwire"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // The conversation's translation (see request.go for what is translated,
@@ -24,7 +24,7 @@ const (
 const filesAPIPrefix = "https://generativelanguage.googleapis.com/"
 
 // messages translates the conversation and the system prompt.
-func (t *translator) messages(out *request, msgs []openaiwire.Message) error {
+func (t *translator) messages(out *request, msgs []chatwire.Message) error {
 	names := map[string]string{} // tool call id -> function name
 	for i, m := range msgs {
 		p := fmt.Sprintf("messages[%d]", i)
@@ -99,7 +99,7 @@ func responsesFirst(ps []part) {
 
 // parts translates a message's content. Empty text is dropped. media
 // allows images, audio and files.
-func (t *translator) parts(p string, c openaiwire.Content, media bool) ([]part, error) {
+func (t *translator) parts(p string, c chatwire.Content, media bool) ([]part, error) {
 	if !c.IsParts {
 		if c.Text == "" {
 			return nil, nil
@@ -208,7 +208,7 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 // assistant translates an assistant turn: its text, then its tool calls as
 // functionCall parts (the first with the placeholder signature), noting
 // each call's function name for the tool messages that answer it.
-func (t *translator) assistant(p string, m openaiwire.Message, names map[string]string) ([]part, error) {
+func (t *translator) assistant(p string, m chatwire.Message, names map[string]string) ([]part, error) {
 	parts, err := t.parts(p, m.Content, false)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (t *translator) assistant(p string, m openaiwire.Message, names map[string]
 
 // toolResult translates a tool message into a functionResponse part named
 // after the call it answers.
-func (t *translator) toolResult(p string, m openaiwire.Message, names map[string]string) ([]part, error) {
+func (t *translator) toolResult(p string, m chatwire.Message, names map[string]string) ([]part, error) {
 	name, ok := names[m.ToolCallID]
 	if !ok {
 		return nil, t.invalid(p+".tool_call_id", "%s answers tool call %q, which no earlier assistant message made (Gemini needs the function's name)", p, m.ToolCallID)

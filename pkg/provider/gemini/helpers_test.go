@@ -18,8 +18,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/keyledger"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 const testKey = "AIzaSyTestKey0123456789abcdefghijklmno"
@@ -100,7 +100,7 @@ func newTestAdapter(t *testing.T, f *fakeAPI) *Adapter {
 // newCall parses a chat body into an attempt at model gemini-test.
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
-	r, err := openaiwire.Parse([]byte(body), openaiwire.Limits{})
+	r, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", body, err)
 	}

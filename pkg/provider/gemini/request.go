@@ -8,8 +8,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Request translation, canonical (OpenAI chat) -> Gemini generateContent.
@@ -88,7 +88,7 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 // (provider.Call.Chat: req.Chat with the target's variant). outputCap is
 // the output limit to send when the client gives none (0: none; Gemini
 // does not require one).
-func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatRequest, outputCap int) (*request, error) {
+func (t *translator) translateRequest(req *exchange.Request, r *chatwire.ChatRequest, outputCap int) (*request, error) {
 	var body []byte
 	if req.API == exchange.Chat || req.API == "" {
 		body = req.Body
@@ -114,7 +114,7 @@ func (t *translator) translateRequest(req *exchange.Request, r *openaiwire.ChatR
 }
 
 // checkUnsupported rejects what Gemini cannot honour.
-func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) error {
+func (t *translator) checkUnsupported(r *chatwire.ChatRequest, body []byte) error {
 	if param, what, ok := provider.UnknownChatField(body, topLevel); ok {
 		return t.unsupported(param, what)
 	}
@@ -146,7 +146,7 @@ func (t *translator) checkUnsupported(r *openaiwire.ChatRequest, body []byte) er
 var thinkingBudgets = map[string]int{"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
 
 // generationConfig translates sampling, limits, output format and thinking.
-func (t *translator) generationConfig(r *openaiwire.ChatRequest, body []byte, outputCap int) (*generationConfig, error) {
+func (t *translator) generationConfig(r *chatwire.ChatRequest, body []byte, outputCap int) (*generationConfig, error) {
 	gc := &generationConfig{Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed,
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty}
 	if len(r.Stop) > 0 {
@@ -208,7 +208,7 @@ func (t *translator) generationConfig(r *openaiwire.ChatRequest, body []byte, ou
 }
 
 // tools translates tools and tool_choice.
-func (t *translator) tools(out *request, r *openaiwire.ChatRequest) error {
+func (t *translator) tools(out *request, r *chatwire.ChatRequest) error {
 	mode := ""
 	if r.ToolChoice != nil {
 		mode = r.ToolChoice.Mode

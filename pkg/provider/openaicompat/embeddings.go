@@ -9,8 +9,8 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Embeddings passthrough, for a provider configured with
@@ -25,7 +25,7 @@ import (
 // sendEmbeddings makes one embeddings passthrough attempt.
 func (a *Adapter) sendEmbeddings(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(rq.Body)+32), rq.Body, openaiwire.RewriteOptions{Model: call.Model()})
+	body, err := chatwire.Rewrite(make([]byte, 0, len(rq.Body)+32), rq.Body, chatwire.RewriteOptions{Model: call.Model()})
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keyledger"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // maxBody caps a non-streaming response body; maxErrBody an error body.
@@ -92,7 +92,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	stream := rq.Stream
 	pass := provider.Passthrough(rq, exchange.Chat)
 	src := rq.Body
-	var variant *openaiwire.Variant
+	var variant *chatwire.Variant
 	if pass {
 		variant = call.Variant() // byte-level edits of the client's body
 	} else {
@@ -101,8 +101,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
 		}
 	}
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(src)+96), src,
-		openaiwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: call.OutputLimit(), MaxTokensField: a.maxTokensField,
+	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+96), src,
+		chatwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: call.OutputLimit(), MaxTokensField: a.maxTokensField,
 			Variant: variant})
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}
-	ci := openaiwire.InspectResponse(data)
+	ci := chatwire.InspectResponse(data)
 	switch {
 	case ci.Error:
 		return nil, provider.InBandError(a.id, ci.ErrorType)
@@ -150,7 +150,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 // max_tokens unless the provider is configured for max_completion_tokens
 // (options.max_tokens_field), the widest support. The shared request is
 // never modified.
-func (a *Adapter) chatForm(c *openaiwire.ChatRequest) *openaiwire.ChatRequest {
+func (a *Adapter) chatForm(c *chatwire.ChatRequest) *chatwire.ChatRequest {
 	if a.maxTokensField == "max_completion_tokens" || c.MaxCompletionTokens == nil || c.MaxTokens != nil {
 		return c
 	}
@@ -160,7 +160,7 @@ func (a *Adapter) chatForm(c *openaiwire.ChatRequest) *openaiwire.ChatRequest {
 }
 
 // usageOf maps OpenAI usage to the gateway's.
-func usageOf(ou openaiwire.Usage) exchange.TokenUsage {
+func usageOf(ou chatwire.Usage) exchange.TokenUsage {
 	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens}
 	if ou.PromptTokensDetails != nil {
 		u.CacheRead = ou.PromptTokensDetails.CachedTokens

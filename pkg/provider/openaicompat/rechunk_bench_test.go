@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 	"github.com/llmgw/llmgw/pkg/provider/rechunk"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
@@ -59,7 +59,7 @@ func BenchmarkRelaySSEChunkHTTP11(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req, err := openaiwire.Parse(benchRequest, openaiwire.Limits{})
+	req, err := chatwire.Parse(benchRequest, chatwire.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

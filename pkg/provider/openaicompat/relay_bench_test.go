@@ -10,9 +10,9 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // A chunk as OpenAI sends it (gpt-4.1, include_usage on: "usage":null).
@@ -75,7 +75,7 @@ func benchAdapter(b *testing.B, newBody func() io.ReadCloser) (*openaicompat.Ada
 	if err != nil {
 		b.Fatal(err)
 	}
-	req, err := openaiwire.Parse(benchRequest, openaiwire.Limits{})
+	req, err := chatwire.Parse(benchRequest, chatwire.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package openaicompat
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,9 +14,10 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/responseswire"
 )
 
 // Responses API passthrough, for a provider configured with
@@ -36,20 +39,20 @@ import (
 // responsesVariant is how a target's prompt variant edits a Responses
 // body: instructions (a string, or input items: a developer message is
 // added first or last), temperature, top_p and max_output_tokens.
-var responsesVariant = openaiwire.MemberVariant{Prompt: "instructions", MaxTokens: "max_output_tokens",
+var responsesVariant = chatwire.MemberVariant{Prompt: "instructions", MaxTokens: "max_output_tokens",
 	Block: func(text string) []byte {
-		return append(append([]byte(`{"type":"message","role":"developer","content":`), openaiwire.AppendJSONString(nil, text)...), '}')
+		return append(append([]byte(`{"type":"message","role":"developer","content":`), jsonb.AppendString(nil, text)...), '}')
 	}}
 
 // sendResponses makes one Responses API passthrough attempt.
 func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
-	src, err := openaiwire.ApplyVariantMembers(rq.Body, call.Variant(), responsesVariant)
+	src, err := chatwire.ApplyVariantMembers(rq.Body, call.Variant(), responsesVariant)
 	if err != nil {
 		return nil, err
 	}
-	body, err := openaiwire.Rewrite(make([]byte, 0, len(src)+64), src,
-		openaiwire.RewriteOptions{Model: call.Model(), MaxTokens: call.OutputLimit(), MaxTokensField: "max_output_tokens"})
+	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+64), src,
+		chatwire.RewriteOptions{Model: call.Model(), MaxTokens: call.OutputLimit(), MaxTokensField: "max_output_tokens"})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +69,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}
-	ri := openaiwire.InspectResponsesBody(data)
+	ri := responseswire.InspectResponsesBody(data)
 	switch {
 	case ri.Failed:
 		return nil, provider.InBandError(a.id, ri.ErrorCode)
@@ -107,7 +110,7 @@ func (a *Adapter) post(ctx context.Context, call *provider.Call, endpoint string
 	return resp, nil
 }
 
-func responsesUsage(ru openaiwire.ResponsesUsage) exchange.TokenUsage {
+func responsesUsage(ru responseswire.ResponsesUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens}
 }
 
@@ -147,7 +150,7 @@ func (s *responsesStream) Next() (exchange.Event, error) {
 			s.trace.MalformedFrames++
 			continue
 		}
-		ri := openaiwire.InspectResponsesEvent(f.Event, f.Data)
+		ri := responseswire.InspectResponsesEvent(f.Event, f.Data)
 		if ri.HasUsage {
 			s.hasUsage, s.usage = true, responsesUsage(ri.Usage)
 		}

@@ -12,9 +12,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // A Responses stream as OpenAI sends it (abridged objects).
@@ -174,7 +174,7 @@ func TestResponsesToChatOnlyProviderIsTranslatedToChat(t *testing.T) {
 	})
 	n := 64
 	call := responsesCall(`{"model":"r","input":"x","max_output_tokens":64}`, false, 0)
-	call.Req.Chat = &openaiwire.ChatRequest{Model: "r", MaxCompletionTokens: &n, Messages: []openaiwire.Message{{Role: "user", Content: openaiwire.Content{Text: "x"}}}}
+	call.Req.Chat = &chatwire.ChatRequest{Model: "r", MaxCompletionTokens: &n, Messages: []chatwire.Message{{Role: "user", Content: chatwire.Content{Text: "x"}}}}
 	s, err := a.Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/openaiwire"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
-	"github.com/tidwall/gjson"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 var timeNow = time.Now
@@ -74,7 +75,7 @@ func (s *sseStream) Next() (exchange.Event, error) {
 			s.trace.MalformedFrames++
 			continue
 		}
-		ci := openaiwire.InspectChunk(f.Data)
+		ci := chatwire.InspectChunk(f.Data)
 		if ci.Error || string(f.Event) == "error" {
 			return exchange.Event{}, provider.InBandError(s.id, ci.ErrorType)
 		}

@@ -775,7 +775,7 @@ var latencyGoal = map[string]float64{"200B": 1.0, "10KB": 1.25}
 // under load the report picks out of pprof -top -cum.
 var hotSpots = []struct{ fn, what string }{
 	{"github.com/llmgw/llmgw/pkg/server.(*Handler).ServeHTTP", "the whole handler"},
-	{"github.com/llmgw/llmgw/pkg/openaiwire.Parse", "request validation (openaiwire.Parse)"},
+	{"github.com/llmgw/llmgw/pkg/chatwire.Parse", "request validation (chatwire.Parse)"},
 	{"github.com/llmgw/llmgw/pkg/failover.(*Router).Open", "chain walk and upstream call until the first content (failover.Router.Open)"},
 	{"github.com/llmgw/llmgw/pkg/server.(*exchange).relay", "relaying the response (server relay)"},
 	{"github.com/llmgw/llmgw/pkg/usage.(*Recorder).Record", "usage record written synchronously (usage.Recorder.Record: Lambda's path; locally only when the queue is full)"},

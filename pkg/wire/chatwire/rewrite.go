@@ -1,6 +1,8 @@
-package openaiwire
+package chatwire
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -219,7 +221,7 @@ func Rewrite(dst, body []byte, opt RewriteOptions) ([]byte, error) {
 			if n == len(edits) {
 				return false // not a body Parse accepted (duplicate keys)
 			}
-			edits[n] = span{m.start, m.end, AppendJSONString(nil, opt.Model)}
+			edits[n] = span{m.start, m.end, jsonb.AppendString(nil, opt.Model)}
 			n++
 		case "stream_options":
 			soSeen = true

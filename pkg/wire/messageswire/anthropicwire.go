@@ -1,9 +1,9 @@
-// Package anthropicwire holds the Anthropic Messages API wire format as the
+// Package messageswire holds the Anthropic Messages API wire format as the
 // gateway uses it: the request it sends (POST /v1/messages), the response
 // it reads, the server-sent stream events and the error body. It holds types
 // only; the translation to and from OpenAI's format lives in
 // pkg/provider/anthropic.
-package anthropicwire
+package messageswire
 
 import "encoding/json"
 

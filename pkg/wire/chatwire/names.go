@@ -1,4 +1,4 @@
-package openaiwire
+package chatwire
 
 import (
 	"fmt"

@@ -1,6 +1,8 @@
-package openaiwire
+package chatwire
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"encoding/json"
 	"slices"
@@ -215,16 +217,16 @@ func systemEdits(body []byte, msgs member, v *Variant) []span {
 	})
 	open := skipSpace(body, msgs.start) + 1
 	if len(sys) == 0 {
-		msg := append([]byte(`{"role":"system","content":`), AppendJSONString(nil, v.SystemText())...)
+		msg := append([]byte(`{"role":"system","content":`), jsonb.AppendString(nil, v.SystemText())...)
 		return []span{{open, open, append(msg, "},"...)}}
 	}
 	var edits []span
 	// setContent replaces a message's content, or adds one where it has none.
 	setContent := func(m sysMsg, text string) span {
 		if m.cStart < 0 {
-			return span{m.end - 1, m.end - 1, append([]byte(`,"content":`), AppendJSONString(nil, text)...)}
+			return span{m.end - 1, m.end - 1, append([]byte(`,"content":`), jsonb.AppendString(nil, text)...)}
 		}
-		return span{m.cStart, m.cEnd, AppendJSONString(nil, text)}
+		return span{m.cStart, m.cEnd, jsonb.AppendString(nil, text)}
 	}
 	if v.System != "" {
 		edits = append(edits, setContent(sys[0], v.System))
@@ -235,7 +237,7 @@ func systemEdits(body []byte, msgs member, v *Variant) []span {
 	}
 	first, last := sys[0], sys[len(sys)-1]
 	textPart := func(s string) []byte {
-		return append(append([]byte(`{"type":"text","text":`), AppendJSONString(nil, s)...), '}')
+		return append(append([]byte(`{"type":"text","text":`), jsonb.AppendString(nil, s)...), '}')
 	}
 	strEdit := func(m sysMsg, prefix, suffix string) span {
 		var s string

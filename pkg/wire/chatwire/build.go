@@ -1,9 +1,10 @@
-package openaiwire
+package chatwire
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 )
 
 // This file holds the OUTPUT side of the OpenAI wire format for translators
@@ -11,68 +12,6 @@ import (
 // appender, an append-based chat.completion.chunk builder that reuses one
 // buffer per stream, and the chat.completion body types for non-streaming
 // responses.
-
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s to dst as a JSON string literal, quotes
-// included. It is not Go quoting (strconv.AppendQuote writes \x escapes and
-// Go-only forms that JSON does not allow): '"' and '\\' are backslashed,
-// control characters below U+0020 become \b \f \n \r \t or \u00XX, U+2028
-// and U+2029 become \u2028 and \u2029 (JavaScript line terminators), and
-// each byte of invalid UTF-8 becomes \ufffd. '<', '>' and '&' are kept as
-// they are (valid JSON; OpenAI does not HTML-escape either). The output is
-// byte for byte what encoding/json writes with SetEscapeHTML(false).
-func AppendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 // AppendUsage appends the OpenAI usage object for u. total_tokens is
 // written as given; prompt_tokens_details is written when it is set.
@@ -109,11 +48,11 @@ type ChunkBuilder struct {
 // model that every following chunk carries.
 func (b *ChunkBuilder) Reset(id string, created int64, model string) {
 	h := append(b.head[:0], `{"id":`...)
-	h = AppendJSONString(h, id)
+	h = jsonb.AppendString(h, id)
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
 	h = strconv.AppendInt(h, created, 10)
 	h = append(h, `,"model":`...)
-	h = AppendJSONString(h, model)
+	h = jsonb.AppendString(h, model)
 	b.head = h
 	if cap(b.buf) == 0 {
 		b.buf = make([]byte, 0, 512)
@@ -141,20 +80,20 @@ func (b *ChunkBuilder) Role() []byte {
 // Content returns a chunk whose delta carries generated text.
 func (b *ChunkBuilder) Content(text string) []byte {
 	d := append(b.delta(), `"content":`...)
-	return b.end(AppendJSONString(d, text))
+	return b.end(jsonb.AppendString(d, text))
 }
 
 // Reasoning returns a chunk whose delta carries reasoning text as
 // reasoning_content (the field DeepSeek, vLLM and others use).
 func (b *ChunkBuilder) Reasoning(text string) []byte {
 	d := append(b.delta(), `"reasoning_content":`...)
-	return b.end(AppendJSONString(d, text))
+	return b.end(jsonb.AppendString(d, text))
 }
 
 // Refusal returns a chunk whose delta carries refusal text.
 func (b *ChunkBuilder) Refusal(text string) []byte {
 	d := append(b.delta(), `"refusal":`...)
-	return b.end(AppendJSONString(d, text))
+	return b.end(jsonb.AppendString(d, text))
 }
 
 // ToolCallStart returns the chunk that opens tool call number index (0, 1,
@@ -164,9 +103,9 @@ func (b *ChunkBuilder) ToolCallStart(index int, id, name string) []byte {
 	d := append(b.delta(), `"tool_calls":[{"index":`...)
 	d = strconv.AppendInt(d, int64(index), 10)
 	d = append(d, `,"id":`...)
-	d = AppendJSONString(d, id)
+	d = jsonb.AppendString(d, id)
 	d = append(d, `,"type":"function","function":{"name":`...)
-	d = AppendJSONString(d, name)
+	d = jsonb.AppendString(d, name)
 	return b.end(append(d, `,"arguments":""}}]`...))
 }
 
@@ -176,7 +115,7 @@ func (b *ChunkBuilder) ToolCallArguments(index int, fragment string) []byte {
 	d := append(b.delta(), `"tool_calls":[{"index":`...)
 	d = strconv.AppendInt(d, int64(index), 10)
 	d = append(d, `,"function":{"arguments":`...)
-	d = AppendJSONString(d, fragment)
+	d = jsonb.AppendString(d, fragment)
 	return b.end(append(d, `}}]`...))
 }
 
@@ -185,7 +124,7 @@ func (b *ChunkBuilder) ToolCallArguments(index int, fragment string) []byte {
 func (b *ChunkBuilder) Finish(reason string) []byte {
 	d := append(b.buf[:0], b.head...)
 	d = append(d, `,"choices":[{"index":0,"delta":{},"finish_reason":`...)
-	d = AppendJSONString(d, reason)
+	d = jsonb.AppendString(d, reason)
 	d = append(d, `}]}`...)
 	b.buf = d
 	return d

@@ -1,6 +1,8 @@
-package openaiwire
+package embedwire
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"encoding/base64"
 	"encoding/binary"
 	"math"
@@ -45,7 +47,7 @@ func EmbeddingsBody(model string, vectors [][]float64, promptTokens int, base64E
 		b = append(b, '}')
 	}
 	b = append(b, `],"model":`...)
-	b = AppendJSONString(b, model)
+	b = jsonb.AppendString(b, model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(promptTokens), 10)
 	b = append(b, `,"total_tokens":`...)

@@ -1,4 +1,4 @@
-package openaiwire
+package chatwire
 
 // Byte-level access to the top-level members of any JSON object body, for
 // passthrough adapters of every API (Chat Completions here, Anthropic

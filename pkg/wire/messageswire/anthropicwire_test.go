@@ -1,4 +1,4 @@
-package anthropicwire
+package messageswire
 
 import (
 	"encoding/json"

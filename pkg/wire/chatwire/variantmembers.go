@@ -1,6 +1,8 @@
-package openaiwire
+package chatwire
 
 import (
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -57,7 +59,7 @@ func ApplyVariantMembers(body []byte, v *Variant, api MemberVariant) ([]byte, er
 		add = append(append(append(append(add, `,"`...), key...), `":`...), val...)
 	}
 	if v.EditsSystem() && !seenPrompt {
-		member(api.Prompt, AppendJSONString(nil, v.SystemText()))
+		member(api.Prompt, jsonb.AppendString(nil, v.SystemText()))
 	}
 	if v.Temperature != nil && !seenTemp {
 		member("temperature", num(*v.Temperature))
@@ -80,13 +82,13 @@ func ApplyVariantMembers(body []byte, v *Variant, api MemberVariant) ([]byte, er
 // prompt is the edited value of a prompt member val.
 func (api MemberVariant) prompt(val []byte, v *Variant) []byte {
 	if v.System != "" {
-		return AppendJSONString(nil, v.System)
+		return jsonb.AppendString(nil, v.System)
 	}
 	switch {
 	case len(val) > 0 && val[0] == '"':
 		var s string
 		_ = json.Unmarshal(val, &s)
-		return AppendJSONString(nil, v.SystemPrefix+s+v.SystemSuffix)
+		return jsonb.AppendString(nil, v.SystemPrefix+s+v.SystemSuffix)
 	case len(val) > 1 && val[0] == '[' && api.Block != nil:
 		inner := val[1 : len(val)-1]
 		var parts [][]byte
@@ -101,5 +103,5 @@ func (api MemberVariant) prompt(val []byte, v *Variant) []byte {
 		}
 		return append(append([]byte{'['}, bytes.Join(parts, []byte{','})...), ']')
 	}
-	return AppendJSONString(nil, v.SystemText()) // null, or a shape the variant does not edit
+	return jsonb.AppendString(nil, v.SystemText()) // null, or a shape the variant does not edit
 }

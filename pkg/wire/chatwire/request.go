@@ -1,8 +1,8 @@
-// Package openaiwire holds the OpenAI Chat Completions wire format as the
+// Package chatwire holds the OpenAI Chat Completions wire format as the
 // gateway sees it: a validating view of the request, a byte-level rewriter
 // that changes only what the gateway must change, zero-copy inspection of
 // streamed chunks, and the error envelope.
-package openaiwire
+package chatwire
 
 import (
 	"bytes"

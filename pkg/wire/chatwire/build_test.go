@@ -1,52 +1,9 @@
-package openaiwire
+package chatwire
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 )
-
-// stdJSONString is encoding/json's encoding of s without HTML escaping.
-func stdJSONString(t testing.TB, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-var jsonStringSeeds = []string{
-	"", "hello", `quote " backslash \ slash /`, "tab\tnl\ncr\rbs\bff\f", "\x00\x01\x1f\x7f",
-	"<script>&amp;</script>", "caf\u00e9 \U0001F600 \u2028\u2029", "bad \xff utf8 \xc3", "\xed\xa0\x80",
-	"%x \\x41 \\u0041", "日本語",
-}
-
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range jsonStringSeeds {
-		got := AppendJSONString([]byte("prefix"), s)
-		want := append([]byte("prefix"), stdJSONString(t, s)...)
-		if !bytes.Equal(got, want) {
-			t.Errorf("AppendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStringSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := AppendJSONString(nil, s)
-		if want := stdJSONString(t, s); !bytes.Equal(got, want) {
-			t.Fatalf("AppendJSONString(%q) = %s, encoding/json %s", s, got, want)
-		}
-		if !json.Valid(got) {
-			t.Fatalf("invalid JSON %s", got)
-		}
-	})
-}
 
 func TestChunkBuilder(t *testing.T) {
 	var b ChunkBuilder

@@ -1,10 +1,12 @@
-package openaiwire
+package responseswire
 
 import (
 	"bytes"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // ResponsesUsage is the Responses API usage object's figures.
@@ -49,9 +51,9 @@ type ResponsesEventInfo struct {
 // JSON. Content and delta frames are read without allocating.
 func InspectResponsesEvent(event, data []byte) ResponsesEventInfo {
 	var ri ResponsesEventInfo
-	typ := bytesString(event)
+	typ := jsonb.String(event)
 	if typ == "" {
-		typ = gjson.Get(bytesString(data), "type").Str
+		typ = gjson.Get(jsonb.String(data), "type").Str
 	}
 	switch typ {
 	case "response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta",
@@ -59,7 +61,7 @@ func InspectResponsesEvent(event, data []byte) ResponsesEventInfo {
 		ri.Content = true
 		ri.Chars = deltaChars(data)
 	case "response.output_item.added":
-		switch gjson.Get(bytesString(data), "item.type").Str {
+		switch gjson.Get(jsonb.String(data), "item.type").Str {
 		case "message", "reasoning":
 			// Their deltas (or their done event) carry the output.
 		default:
@@ -72,23 +74,23 @@ func InspectResponsesEvent(event, data []byte) ResponsesEventInfo {
 	case "response.completed", "response.incomplete":
 		ri.Finish, ri.FinishReason = true, "stop"
 		if typ == "response.incomplete" {
-			ri.FinishReason = incompleteReason(gjson.Get(bytesString(data), "response.incomplete_details.reason").Str)
+			ri.FinishReason = incompleteReason(gjson.Get(jsonb.String(data), "response.incomplete_details.reason").Str)
 		}
-		readResponsesUsage(gjson.Get(bytesString(data), "response.usage"), &ri)
+		readResponsesUsage(gjson.Get(jsonb.String(data), "response.usage"), &ri)
 	case "response.failed":
 		ri.Failed = true
-		ri.ErrorCode = errorCode(gjson.Get(bytesString(data), "response.error"))
-		readResponsesUsage(gjson.Get(bytesString(data), "response.usage"), &ri)
+		ri.ErrorCode = errorCode(gjson.Get(jsonb.String(data), "response.error"))
+		readResponsesUsage(gjson.Get(jsonb.String(data), "response.usage"), &ri)
 	case "error":
 		ri.Failed = true
-		doc := gjson.Get(bytesString(data), "@this")
+		doc := gjson.Get(jsonb.String(data), "@this")
 		if e := doc.Get("error"); e.IsObject() {
 			ri.ErrorCode = errorCode(e)
 		} else {
 			ri.ErrorCode = errorCode(doc)
 		}
 	default:
-		if e := gjson.Get(bytesString(data), "error"); e.IsObject() && len(typ) == 0 {
+		if e := gjson.Get(jsonb.String(data), "error"); e.IsObject() && len(typ) == 0 {
 			ri.Failed = true
 			ri.ErrorCode = errorCode(e)
 		}
@@ -99,7 +101,7 @@ func InspectResponsesEvent(event, data []byte) ResponsesEventInfo {
 // InspectResponsesBody reads a whole non-streaming Responses API response.
 func InspectResponsesBody(body []byte) ResponsesEventInfo {
 	var ri ResponsesEventInfo
-	s := bytesString(body)
+	s := jsonb.String(body)
 	doc := gjson.Parse(s)
 	if e := doc.Get("error"); e.IsObject() {
 		ri.Failed = true

@@ -1,10 +1,14 @@
-package openaiwire
+package chatwire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+)
 
 var messagesAPI = MemberVariant{Prompt: "system", MaxTokens: "max_tokens",
 	Block: func(text string) []byte {
-		return append(append([]byte(`{"type":"text","text":`), AppendJSONString(nil, text)...), '}')
+		return append(append([]byte(`{"type":"text","text":`), jsonb.AppendString(nil, text)...), '}')
 	}}
 
 // TestApplyVariantMembers checks each edit kind on a body whose prompt is

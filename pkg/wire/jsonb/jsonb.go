@@ -1,0 +1,79 @@
+// Package jsonb holds the byte-level helpers every wire package shares when
+// it reads JSON without decoding it.
+package jsonb
+
+import (
+	"unicode/utf8"
+	"unsafe"
+)
+
+// String views b as a string without copying, for read-only lookups
+// (gjson paths, comparisons). The string must not outlive b's contents.
+func String(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s to dst as a JSON string literal, quotes
+// included. It is not Go quoting (strconv.AppendQuote writes \x escapes and
+// Go-only forms that JSON does not allow): '"' and '\\' are backslashed,
+// control characters below U+0020 become \b \f \n \r \t or \u00XX, U+2028
+// and U+2029 become \u2028 and \u2029 (JavaScript line terminators), and
+// each byte of invalid UTF-8 becomes \ufffd. '<', '>' and '&' are kept as
+// they are (valid JSON; OpenAI does not HTML-escape either). The output is
+// byte for byte what encoding/json writes with SetEscapeHTML(false).
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

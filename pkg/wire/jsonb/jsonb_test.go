@@ -1,0 +1,49 @@
+package jsonb
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// stdJSONString is encoding/json's encoding of s without HTML escaping.
+func stdJSONString(t testing.TB, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+var jsonStringSeeds = []string{
+	"", "hello", `quote " backslash \ slash /`, "tab\tnl\ncr\rbs\bff\f", "\x00\x01\x1f\x7f",
+	"<script>&amp;</script>", "caf\u00e9 \U0001F600 \u2028\u2029", "bad \xff utf8 \xc3", "\xed\xa0\x80",
+	"%x \\x41 \\u0041", "日本語",
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range jsonStringSeeds {
+		got := AppendString([]byte("prefix"), s)
+		want := append([]byte("prefix"), stdJSONString(t, s)...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range jsonStringSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := AppendString(nil, s)
+		if want := stdJSONString(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("invalid JSON %s", got)
+		}
+	})
+}
