@@ -74,9 +74,14 @@ type Request struct {
 	// stream (OpenAI's stream_options.include_usage; always true on APIs
 	// that always report usage).
 	WantsUsage bool
-	// Chat is the request in canonical form: the OpenAI chat shape every
-	// translating adapter reads. An ingress of another API decodes into it
-	// (and keeps Body for same-API passthrough).
+	// Prompt is a generation request in canonical form (see Prompt): what
+	// every ingress decodes into and every translating adapter reads. The
+	// client's bytes stay in Body for same-API passthrough.
+	Prompt *Prompt
+	// Chat is the former canonical form, the OpenAI chat shape, kept while
+	// the adapters move to Prompt.
+	//
+	// Deprecated: read Prompt.
 	Chat *chatwire.ChatRequest
 	// Embed is an embeddings request in canonical form (API Embeddings;
 	// Chat is then nil).

@@ -144,3 +144,68 @@ func Underlying(p Provider) Provider {
 		p = u.Unwrap()
 	}
 }
+
+// Prompt is the canonical request a translating adapter builds this
+// attempt from: Req.Prompt with the target's prompt variant applied (a
+// copy; Req.Prompt itself when the target has none).
+func (c *Call) Prompt() *exchange.Prompt { return WithVariant(c.Req.Prompt, c.Step.Variant) }
+
+// WithVariant returns p with the prompt variant v applied, as a copy (p is
+// not modified); p itself when v is nil. System replaces the system prompt
+// (the leading system blocks and every system message of the conversation
+// give way to one text block); SystemPrefix goes before the first system
+// block of the system prompt and SystemSuffix after its last (without one they
+// become one; a system message inside the conversation keeps its text);
+// Temperature and TopP replace the client's; MaxTokensCap
+// lowers a larger client limit.
+func WithVariant(p *exchange.Prompt, v *config.Variant) *exchange.Prompt {
+	if p == nil || v == nil {
+		return p
+	}
+	c := *p
+	if v.System != "" || v.SystemPrefix != "" || v.SystemSuffix != "" {
+		variantSystem(&c, v)
+	}
+	if v.Temperature != nil {
+		t := *v.Temperature
+		c.Sampling.Temperature = &t
+	}
+	if v.TopP != nil {
+		t := *v.TopP
+		c.Sampling.TopP = &t
+	}
+	if n := v.MaxTokensCap; n > 0 && c.Sampling.MaxTokens > n {
+		c.Sampling.MaxTokens = n
+	}
+	return &c
+}
+
+// variantSystem applies a variant's system edits to c (a shallow copy
+// whose slices it replaces, never writes through).
+func variantSystem(c *exchange.Prompt, v *config.Variant) {
+	text := func(s string) exchange.Block { return exchange.Block{Type: exchange.BlockText, Text: s} }
+	if v.System != "" {
+		c.System = []exchange.Block{text(v.System)}
+		msgs := make([]exchange.Message, 0, len(c.Messages))
+		for _, m := range c.Messages {
+			if m.Role != exchange.RoleSystem {
+				msgs = append(msgs, m)
+			}
+		}
+		c.Messages = msgs
+		return
+	}
+	if len(c.System) == 0 {
+		c.System = []exchange.Block{text(v.SystemPrefix + v.SystemSuffix)}
+		return
+	}
+	sys := make([]exchange.Block, 0, len(c.System)+2)
+	if v.SystemPrefix != "" {
+		sys = append(sys, text(v.SystemPrefix))
+	}
+	sys = append(sys, c.System...)
+	if v.SystemSuffix != "" {
+		sys = append(sys, text(v.SystemSuffix))
+	}
+	c.System = sys
+}

@@ -1,8 +1,6 @@
 package messages
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // A non-streaming response: the upstream's own body on passthrough (a Raw

@@ -1,8 +1,6 @@
 package messages
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Encoding, canonical events -> Anthropic server-sent events. Every frame

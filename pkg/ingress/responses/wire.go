@@ -1,8 +1,6 @@
 package responses
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"strconv"
 	"unsafe"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // This file appends the Responses API's JSON: events, the response object,

@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"context"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Passthrough: a client of the Messages API served by an Anthropic

@@ -1,10 +1,10 @@
 package chatwire
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // This file holds the OUTPUT side of the OpenAI wire format for translators

@@ -1,13 +1,12 @@
 package chatwire
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"encoding/json"
 	"strconv"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // maxDepth returns the deepest nesting of a valid JSON document.

@@ -1,13 +1,13 @@
 package chatwire
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Variant is a target's prompt variant (config.Variant) as the chat wire

@@ -1,11 +1,11 @@
 package chatwire
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // MemberVariant describes an API whose system prompt is one top-level

@@ -1,12 +1,12 @@
 package embedwire
 
 import (
-	"github.com/llmgw/llmgw/pkg/wire/jsonb"
-
 	"encoding/base64"
 	"encoding/binary"
 	"math"
 	"strconv"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // EmbeddingsBody builds an OpenAI embeddings response body for vectors a
