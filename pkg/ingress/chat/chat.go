@@ -28,7 +28,11 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 	if err != nil {
 		return gwerr.As(err)
 	}
-	req.Chat, req.Body = cr, body
+	prompt, lost, err := ToPrompt(cr, body)
+	if err != nil {
+		return err
+	}
+	req.Chat, req.Prompt, req.Body, req.Untranslated = cr, prompt, body, lost
 	req.Route, req.Stream, req.WantsUsage = cr.Model, cr.Stream, cr.WantsUsage()
 	if cr.Metadata != nil {
 		req.Tag = cr.Metadata["tag"]

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strings"
 
+	chatingress "github.com/llmgw/llmgw/pkg/ingress/chat"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
@@ -54,6 +56,11 @@ func decode(r *http.Request, body []byte, req *exchange.Request, count bool) err
 		return err
 	}
 	req.Chat, req.Body, req.Untranslated = chat, body, lost
+	// The Prompt from the chat form, until this ingress decodes into it
+	// directly (what the chat form lost is in lost already).
+	if req.Prompt, _, err = chatingress.ToPrompt(chat, nil); err != nil {
+		return err
+	}
 	req.Route, req.Stream, req.WantsUsage = mr.Model, mr.Stream && !count, true
 	for _, h := range forwarded {
 		if vs := r.Header.Values(h); len(vs) > 0 {

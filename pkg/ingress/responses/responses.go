@@ -24,6 +24,8 @@ package responses
 import (
 	"net/http"
 
+	chatingress "github.com/llmgw/llmgw/pkg/ingress/chat"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
@@ -45,6 +47,11 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 		return gwerr.As(err)
 	}
 	req.Chat, req.Body, req.Untranslated = d.chat, body, d.native
+	// The Prompt from the chat form, until this ingress decodes into it
+	// directly (what the chat form lost is in d.native already).
+	if req.Prompt, _, err = chatingress.ToPrompt(d.chat, nil); err != nil {
+		return err
+	}
 	req.Route, req.Stream = d.wire.Model, d.chat.Stream
 	// The Responses API always reports usage, in its terminal event.
 	req.WantsUsage = true
