@@ -140,6 +140,13 @@ type LeaseSettings struct {
 	// TTL is how long a lease may stay unused before its unspent part is
 	// given back to the shared counter (default 10s; 1s to 10m).
 	TTL Duration `json:"ttl,omitempty"`
+	// TakeTimeout bounds the write that takes a lease (default 2s, and
+	// never shorter than usage.store_timeout; at most 30s). A take is not
+	// a request's read: a store that answers slowly still grants leases,
+	// and the next lease is taken in the background before the one in
+	// hand runs out, so only a store that stays down past TakeTimeout
+	// falls back to the outage allowance.
+	TakeTimeout Duration `json:"take_timeout,omitempty"`
 }
 
 // Defaults of UsageSettings.
@@ -152,6 +159,8 @@ const (
 	DefaultLeaseMaxRequests = 64
 	// DefaultLeaseTTL is usage.lease.ttl's default.
 	DefaultLeaseTTL = 10 * time.Second
+	// DefaultLeaseTakeTimeout is usage.lease.take_timeout's default.
+	DefaultLeaseTakeTimeout = 2 * time.Second
 	minUsageTTL     = 72 * time.Hour
 )
 
@@ -331,7 +340,12 @@ func (l *LeaseSettings) prepare() error {
 	if l.TTL == 0 {
 		l.TTL = Duration(DefaultLeaseTTL)
 	}
+	if l.TakeTimeout == 0 {
+		l.TakeTimeout = Duration(DefaultLeaseTakeTimeout)
+	}
 	switch {
+	case l.TakeTimeout.D() < 0 || l.TakeTimeout.D() > 30*time.Second:
+		return errAt(pathOf("usage", "lease", "take_timeout"), "%s is not between 0 and 30s", l.TakeTimeout.D())
 	case !(l.Share > 0 && l.Share <= 1):
 		return errAt(pathOf("usage", "lease", "share"), "%g is not in (0, 1]", l.Share)
 	case l.MaxRequests < 1:

@@ -133,14 +133,19 @@ func (c *Caller) DoContext(parent context.Context, blocking bool, op string, fn 
 	return c.do(parent, blocking, op, fn)
 }
 
+// DoWithin is [Caller.Do] with its own timeout in place of the Caller's:
+// for a call whose answer is worth waiting longer for than a request's
+// read (a budget lease), so that a slow store is not taken for a dead one.
+func (c *Caller) DoWithin(timeout time.Duration, blocking bool, op string, fn func(ctx context.Context) error) error {
+	if timeout <= 0 {
+		timeout = c.opt.Timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.run(ctx, blocking, op, fn)
+}
+
 func (c *Caller) do(parent context.Context, blocking bool, op string, fn func(ctx context.Context) error) error {
-	if blocking && !c.Healthy() {
-		return errStoreDown
-	}
-	if c.stuck.Load() >= maxStuckCalls {
-		c.failed(op, errStoreStuck)
-		return errStoreStuck
-	}
 	var ctx context.Context
 	var cancel context.CancelFunc
 	if parent != nil {
@@ -149,6 +154,18 @@ func (c *Caller) do(parent context.Context, blocking bool, op string, fn func(ct
 		ctx, cancel = c.newContext()
 	}
 	defer cancel()
+	return c.run(ctx, blocking, op, fn)
+}
+
+// run makes one call with ctx bounding it.
+func (c *Caller) run(ctx context.Context, blocking bool, op string, fn func(ctx context.Context) error) error {
+	if blocking && !c.Healthy() {
+		return errStoreDown
+	}
+	if c.stuck.Load() >= maxStuckCalls {
+		c.failed(op, errStoreStuck)
+		return errStoreStuck
+	}
 	c.calls.Add(1)
 	if blocking {
 		c.blocking.Add(1)

@@ -3,6 +3,7 @@ package teams
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -21,7 +22,14 @@ import (
 // spend beyond a request's estimate (settled later) and the outage
 // allowance below can go past it.
 //
-// When a take fails (an error, a timeout, throttling), requests that the
+// A take is bounded by usage.lease.take_timeout, not by the request
+// read's usage.store_timeout: a store that answers slowly still grants
+// leases. And the next lease is taken in the background as soon as the
+// unspent part of the one in hand falls below half a lease (prefetch), so
+// that while the store answers, slowly or not, requests find a lease in
+// hand and wait for no write.
+//
+// When a take fails (an error, its timeout, throttling), requests that the
 // lease in hand covers are still admitted; beyond it, usage.fail_closed
 // refuses them, and otherwise each instance admits at most one lease's
 // worth more per window (its outage allowance), recorded in the item with
@@ -46,12 +54,14 @@ type leaseParams struct {
 	share       float64
 	maxRequests float64
 	ttl         time.Duration
+	takeTimeout time.Duration
 	failClosed  bool
 }
 
 func leaseParamsOf(cfg *config.Config) leaseParams {
 	l := cfg.Usage.Lease
-	p := leaseParams{share: l.Share, maxRequests: float64(l.MaxRequests), ttl: l.TTL.D(), failClosed: cfg.Usage.FailClosed}
+	p := leaseParams{share: l.Share, maxRequests: float64(l.MaxRequests), ttl: l.TTL.D(), takeTimeout: l.TakeTimeout.D(),
+		failClosed: cfg.Usage.FailClosed}
 	if p.share <= 0 || p.share > 1 {
 		p.share = config.DefaultLeaseShare
 	}
@@ -61,6 +71,10 @@ func leaseParamsOf(cfg *config.Config) leaseParams {
 	if p.ttl <= 0 {
 		p.ttl = config.DefaultLeaseTTL
 	}
+	if p.takeTimeout <= 0 {
+		p.takeTimeout = config.DefaultLeaseTakeTimeout
+	}
+	p.takeTimeout = max(p.takeTimeout, storeTimeout(cfg))
 	return p
 }
 
@@ -196,6 +210,7 @@ func (l *Limiter) reserve(ls *lease, c *counter, p leaseParams) (outcome, error)
 		now := l.Now()
 		if ls.covers(c) {
 			ls.spend(c, now, false)
+			l.prefetch(ls, c, p, now)
 			return reserved, nil
 		}
 		if now.Before(ls.fullUntil) {
@@ -240,8 +255,11 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 			break // the full lease was already exactly what c lacks
 		}
 		tried = want
+		if len(nonzero(want)) == 0 {
+			return nil // a prefetch whose request the lease covers: nothing lacks
+		}
 		ls.mu.Unlock()
-		it, err := l.add(true, "take lease", c.key, c.end, nonzero(want), bounds(c, want))
+		it, err := l.addWithin(p.takeTimeout, true, "take lease", c.key, c.end, nonzero(want), bounds(c, want))
 		ls.mu.Lock()
 		if err == nil {
 			for a := range nAttrs {
@@ -271,7 +289,7 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 	}
 	if d := nonzero(debt); len(d) > 0 {
 		ls.mu.Unlock()
-		_, err := l.add(true, "record spend", c.key, c.end, d, nil)
+		_, err := l.addWithin(p.takeTimeout, true, "record spend", c.key, c.end, d, nil)
 		ls.mu.Lock()
 		if err == nil {
 			for a := range nAttrs {
@@ -304,11 +322,59 @@ func (l *Limiter) outageRules(ls *lease, c *counter, p leaseParams, err error) (
 	return unbacked, err
 }
 
+// prefetch starts a background take when the unspent lease fell below half
+// a lease (lock held), so that the requests after c find a lease in hand:
+// one take at a time (requests the lease no longer covers wait for it, as
+// for any take), none while the item refuses leases.
+func (l *Limiter) prefetch(ls *lease, c *counter, p leaseParams, now time.Time) {
+	if ls.taking != nil || now.Before(ls.fullUntil) || !now.Before(ls.end) {
+		return
+	}
+	half := ls.size / 2
+	low := false
+	for a := range nAttrs {
+		if c.limited(a) && ls.granted[a]-ls.used[a] < math.Floor(half*c.need[a]) {
+			low = true
+		}
+	}
+	if !low {
+		return
+	}
+	ch := make(chan struct{})
+	ls.taking = ch
+	next := *c // the request's counter shapes the lease; the request goes on
+	l.call.Go(func() {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		err := l.take(ls, &next, p, l.Now())
+		ls.taking, ls.takeErr = nil, err
+		close(ch)
+	})
+}
+
+// refill is prefetch for a request the lease in hand covered.
+func (l *Limiter) refill(ls *lease, c *counter, p leaseParams, now time.Time) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l.prefetch(ls, c, p, now)
+}
+
 // add runs one bounded Add on the item (max nil: unbounded) and returns
-// the item after it.
+// the item after it, bounded by usage.store_timeout.
 func (l *Limiter) add(blocking bool, op string, k store.Key, end time.Time, deltas, maxes map[string]float64) (store.Item, error) {
+	return l.addWithin(0, blocking, op, k, end, deltas, maxes)
+}
+
+// addWithin is add bounded by timeout (0: usage.store_timeout).
+func (l *Limiter) addWithin(timeout time.Duration, blocking bool, op string, k store.Key, end time.Time, deltas, maxes map[string]float64) (store.Item, error) {
 	var it store.Item
-	err := l.call.Do(blocking, op, func(ctx context.Context) error {
+	call := l.call.Do
+	if timeout > 0 {
+		call = func(blocking bool, op string, fn func(ctx context.Context) error) error {
+			return l.call.DoWithin(timeout, blocking, op, fn)
+		}
+	}
+	err := call(blocking, op, func(ctx context.Context) error {
 		got, err := l.store.Add(ctx, k, deltas, store.AddOptions{Expires: end, Max: maxes})
 		if err == nil {
 			it = got

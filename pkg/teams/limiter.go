@@ -148,7 +148,9 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 		leases[i] = l.leaseFor(&cs[i])
 		if !leases[i].reserveLocal(&cs[i], now) {
 			slow = append(slow, i)
+			continue
 		}
+		l.refill(leases[i], &cs[i], p, now)
 	}
 	each(slow, func(i int) { res[i], errs[i] = l.reserve(leases[i], &cs[i], p) })
 
@@ -272,6 +274,7 @@ func (l *Limiter) settle(cfg *config.Config, cs []counter, leases []*lease, rec 
 // process exits; afterwards each counter item holds exactly this
 // instance's real usage. It returns the first store failure.
 func (l *Limiter) Flush(ctx context.Context) error {
+	l.call.Wait() // a lease taken in the background is given back too
 	now := l.Now()
 	l.mu.Lock()
 	var all []*lease
