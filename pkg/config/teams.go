@@ -161,7 +161,7 @@ const (
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultLeaseTakeTimeout is usage.lease.take_timeout's default.
 	DefaultLeaseTakeTimeout = 2 * time.Second
-	minUsageTTL     = 72 * time.Hour
+	minUsageTTL             = 72 * time.Hour
 )
 
 // PriceFor returns the price of a target: the entry "provider/model", else
