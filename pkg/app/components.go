@@ -103,7 +103,8 @@ func (g *Gateway) Components() []string {
 // given back); then what RunLocal or the Lambda path add: the config
 // source (file watcher, SSM refresher) and the background loops (rollups,
 // idle leases, spill drain), which hold nothing to flush and stop on
-// Close. A failed or late step is logged and the rest still run. Shutdown
+// Close. A failed or late step is logged and the rest still run; the end
+// is logged ("gateway shut down", with the components in order). Shutdown
 // runs once; later calls return its result.
 //
 // On Lambda nothing but the usage record must be written before a
@@ -134,6 +135,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("store: close: %w", err))
 		}
 		g.shutdownErr = errors.Join(errs...)
+		names := make([]string, len(cs))
+		for i, c := range cs {
+			names[i] = c.name
+		}
+		g.logger().Info("gateway shut down", slog.Any("components", names), slog.Int("failed_steps", len(errs)))
 	})
 	return g.shutdownErr
 }
