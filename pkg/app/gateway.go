@@ -24,13 +24,17 @@ import (
 )
 
 // Gateway is the assembled gateway: the HTTP handler over shared state in
-// a store, team authentication and budgets, usage records and rollups.
+// a store, team authentication and budgets, usage records and rollups. It
+// owns the config in force (Config, Reload: live.go) and the stateful
+// components it flushes and closes on the way out (Shutdown:
+// components.go).
 type Gateway struct {
 	Handler *server.Handler
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
-	// Limiter enforces team limits with budget leases (given back on Close).
+	// Limiter enforces team limits with budget leases (given back by
+	// Shutdown).
 	Limiter *teams.Limiter
 	// Recorder writes usage records (to its Spill when the store fails).
 	Recorder *usage.Recorder
@@ -74,7 +78,7 @@ type BuildOptions struct {
 	Spill usage.Spill
 	// ExternalCORS leaves CORS to the platform (Lambda: the Function URL,
 	// configured by the stack from the seeded server.cors); see
-	// server.Options.ExternalCORS.
+	// server.Front.ExternalCORS.
 	ExternalCORS bool
 
 	// extra are components added after the built-in ones (tests).
