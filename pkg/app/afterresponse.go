@@ -6,7 +6,7 @@ import (
 )
 
 // afterResponse runs the work that follows a local response (settlement,
-// log line, usage record: server.Options.AfterResponse) on background
+// log line, usage record: server.Reporting.AfterResponse) on background
 // goroutines, so that a kept-alive connection reads its next request at
 // once. At most limit pieces run at once; beyond that the handler runs the
 // work itself, so a slow store slows requests down instead of piling work

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
 
@@ -29,6 +28,10 @@ type LocalOptions struct {
 	// ReloadEvery is how often the config file is checked for changes
 	// (default 2s): revoking a key is an edit, not a restart.
 	ReloadEvery time.Duration
+
+	// extra are components the gateway flushes and closes with its own
+	// (tests).
+	extra []Component
 }
 
 // OnLambda reports whether the process runs inside AWS Lambda.
@@ -62,11 +65,23 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	}
 	spill := usage.NewFileSpill(usage.DefaultSpillFile(statePath(o.Store)))
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill, AsyncRecords: true})
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill, AsyncRecords: true,
+		extra: o.extra})
 	if err != nil {
 		st.Close()
 		return err
 	}
+	// The config source and the background loops, closed after the
+	// components that hold data (Gateway.Shutdown).
+	if o.ConfigPath != "" {
+		g.run("config watcher", func(ctx context.Context) { watchConfig(ctx, o.ConfigPath, o.ReloadEvery, g.Reload, log) })
+	}
+	// Keep today's rollups fresh for GET /v1/usage and the cost table.
+	g.run("rollup loop", func(ctx context.Context) { g.Roller.Loop(ctx, usage.Hourly, time.Minute) })
+	// Give back budget leases left unused (other instances may need them).
+	g.run("lease loop", func(ctx context.Context) { g.Limiter.Loop(ctx, time.Second) })
+	// Drain usage records spilled while the store failed.
+	g.run("spill drain", func(ctx context.Context) { drainLoop(ctx, g.Recorder, spillDrainEvery, log) })
 	defer g.Close()
 	h := g.Handler
 	ln, err := net.Listen("tcp", addr)
@@ -85,15 +100,6 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		slog.String("config", source), slog.String("store", where), slog.Any("models", cfg.RouteNames()))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Keep today's rollups fresh for GET /v1/usage and the cost table.
-	go g.Roller.Loop(ctx, usage.Hourly, time.Minute)
-	// Give back budget leases left unused (other instances may need them).
-	go g.Limiter.Loop(ctx, time.Second)
-	// Drain usage records spilled while the store failed.
-	go drainLoop(ctx, g.Recorder, spillDrainEvery, log)
-	if o.ConfigPath != "" {
-		go watchConfig(ctx, o.ConfigPath, o.ReloadEvery, h, log)
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -101,12 +107,14 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Stop taking requests and let those in flight finish; then the
+	// deferred Close flushes and closes every component.
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	return g.Close()
 }
 
 // spillDrainEvery is how often a local gateway drains its usage spill file.
@@ -153,9 +161,10 @@ func SafeAddr(addr string, authConfigured bool) (string, string, error) {
 	return safe, fmt.Sprintf("no team keys configured: refusing to serve on %s without authentication; serving on %s (loopback only)", addr, safe), nil
 }
 
-// watchConfig reloads the config file when it changes. An invalid edit
-// keeps the config in force and is logged.
-func watchConfig(ctx context.Context, path string, every time.Duration, h *server.Handler, log *slog.Logger) {
+// watchConfig hands the config file to reload (Gateway.Reload) when it
+// changes. An invalid edit keeps the config in force and is logged.
+func watchConfig(ctx context.Context, path string, every time.Duration, reload func(context.Context, *config.Config) error,
+	log *slog.Logger) {
 	if every <= 0 {
 		every = 2 * time.Second
 	}
@@ -175,7 +184,7 @@ func watchConfig(ctx context.Context, path string, every time.Duration, h *serve
 		last = fi
 		cfg, err := config.LoadFile(path)
 		if err == nil {
-			err = h.Reload(ctx, cfg)
+			err = reload(ctx, cfg)
 		}
 		if err != nil {
 			log.Error("config reload failed; keeping the config in force", slog.String("error", err.Error()))

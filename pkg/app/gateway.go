@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"time"
+	"sync"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/cache"
@@ -24,13 +24,17 @@ import (
 )
 
 // Gateway is the assembled gateway: the HTTP handler over shared state in
-// a store, team authentication and budgets, usage records and rollups.
+// a store, team authentication and budgets, usage records and rollups. It
+// owns the config in force (Config, Reload: live.go) and the stateful
+// components it flushes and closes on the way out (Shutdown:
+// components.go).
 type Gateway struct {
 	Handler *server.Handler
 	Store   store.Store
 	Breaker *breaker.Breaker
 	Ledger  *keyledger.Ledger
-	// Limiter enforces team limits with budget leases (given back on Close).
+	// Limiter enforces team limits with budget leases (given back by
+	// Shutdown).
 	Limiter *teams.Limiter
 	// Recorder writes usage records (to its Spill when the store fails).
 	Recorder *usage.Recorder
@@ -42,6 +46,14 @@ type Gateway struct {
 	records *asyncrecorder.Recorder // nil: records written synchronously
 	after   *afterResponse          // nil: post-response work runs in the handler
 	log     *slog.Logger
+
+	live   liveConfig
+	reload sync.Mutex // serializes Reload
+
+	mu          sync.Mutex
+	components  []named // flushed and closed by Shutdown, in this order
+	shutdown    sync.Once
+	shutdownErr error
 }
 
 // BuildOptions are the parts that differ between local mode and Lambda.
@@ -66,8 +78,11 @@ type BuildOptions struct {
 	Spill usage.Spill
 	// ExternalCORS leaves CORS to the platform (Lambda: the Function URL,
 	// configured by the stack from the seeded server.cors); see
-	// server.Options.ExternalCORS.
+	// server.Front.ExternalCORS.
 	ExternalCORS bool
+
+	// extra are components added after the built-in ones (tests).
+	extra []Component
 }
 
 // Build assembles the gateway over st.
@@ -77,7 +92,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 		o.ResolveKey = keyledger.Env
 	}
 	g := &Gateway{Store: st, log: log}
-	current := func() *config.Config { return g.Handler.Config() }
+	g.live.cur.Store(cfg)
+	current := g.live.Get
 
 	g.Breaker = breaker.New(st, cfg.Breaker, breaker.Options{Logger: log,
 		OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
@@ -111,66 +127,61 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	g.Roller.Log = log
 
 	h, err := server.New(ctx, cfg, server.Options{
-		Logger:     log,
-		ResolveKey: o.ResolveKey,
-		OnKeyError: func(string, int, error) {
-			if o.Metrics != nil {
-				o.Metrics.Count(deployment.MetricProviderKeyErrors, 1)
-			}
+		Logger: log,
+		Front: server.Front{
+			Authenticate: auth.Authenticate,
+			Admit:        limiter.Admit,
+			ExternalCORS: o.ExternalCORS,
+			Extra: map[string]http.Handler{
+				"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
+			},
 		},
-		Breakers:      g.Breaker,
-		Keys:          g.Ledger,
-		Budget:        g.Budget,
-		Authenticate:  auth.Authenticate,
-		Admit:         limiter.Admit,
-		Cost:          usage.Cost,
-		ExternalCORS:  o.ExternalCORS,
-		Pacing:        pacing.Pacer{},
-		Cache:         cache.New(st, cache.Options{Logger: log}),
-		Moderation:    &moderation.Moderator{Logger: log},
-		AfterResponse: after,
-		Record: func(ctx context.Context, rec *exchange.Record) {
-			record(ctx, rec)
-			if o.Metrics != nil {
-				o.Metrics.Request(rec)
-			}
+		Upstream: server.Upstream{
+			ResolveKey: o.ResolveKey,
+			OnKeyError: func(string, int, error) {
+				if o.Metrics != nil {
+					o.Metrics.Count(deployment.MetricProviderKeyErrors, 1)
+				}
+			},
+			Breakers: g.Breaker,
+			Keys:     g.Ledger,
+			Budget:   g.Budget,
 		},
-		Extra: map[string]http.Handler{
-			"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
+		Stages: server.Stages{
+			Pacing:     pacing.Pacer{},
+			Cache:      cache.New(st, cache.Options{Logger: log}),
+			Moderation: &moderation.Moderator{Logger: log},
+		},
+		Reporting: server.Reporting{
+			Cost:          usage.Cost,
+			AfterResponse: after,
+			Record: func(ctx context.Context, rec *exchange.Record) {
+				record(ctx, rec)
+				if o.Metrics != nil {
+					o.Metrics.Request(rec)
+				}
+			},
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.Handler = h
-	return g, nil
-}
-
-// Close finishes background work (post-response work, then queued usage
-// records), gives back the unspent budget leases and closes the store.
-func (g *Gateway) Close() error {
+	// The order Shutdown flushes them in: see Shutdown.
 	if g.after != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := g.after.Wait(ctx); err != nil {
-			g.logger().Error("post-response work still running at close", slog.Any("error", err))
-		}
-		cancel()
+		g.add(part{name: "post-response runner", flush: g.after.Wait})
 	}
 	if g.records != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := g.records.Close(ctx)
-		cancel()
-		if err != nil {
-			g.logger().Error("usage records still queued at close", slog.Any("error", err))
-		}
+		g.add(part{name: "usage record writer", flush: g.records.Close})
 	}
-	g.Breaker.Flush()
-	g.Budget.Flush()
-	g.Ledger.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	g.Limiter.Flush(ctx)
-	return g.Store.Close()
+	g.add(flushOnly("breaker", g.Breaker.Flush))
+	g.add(flushOnly("retry budget", g.Budget.Flush))
+	g.add(flushOnly("key ledger", g.Ledger.Wait))
+	g.add(part{name: "team limiter", flush: g.Limiter.Flush})
+	for _, c := range o.extra {
+		g.add(c)
+	}
+	return g, nil
 }
 
 func (g *Gateway) logger() *slog.Logger {

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -19,7 +21,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/metrics"
-	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -64,12 +65,35 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h, err := NewLambdaHandler(ctx, env, log, os.Stdout)
+	lg, err := NewLambdaHandler(ctx, env, log, os.Stdout)
 	if err != nil {
 		return err
 	}
-	lambdaurl.Start(h)
+	// WithEnableSIGTERM registers an internal extension, so the runtime
+	// sends SIGTERM (with lambdaShutdownTimeout to spare) before it shuts
+	// the instance down.
+	lambdaurl.Start(lg, lambda.WithEnableSIGTERM(lg.OnSIGTERM))
 	return nil
+}
+
+// LambdaGateway is the gateway as Lambda runs it: the handler lambdaurl
+// serves, and the shutdown the runtime's SIGTERM runs.
+type LambdaGateway struct {
+	http.Handler
+	// Gateway is the assembled gateway behind Handler.
+	Gateway *Gateway
+}
+
+// lambdaShutdownTimeout bounds the shutdown on SIGTERM: Lambda gives a
+// runtime with an internal extension 500 ms before it kills the process.
+const lambdaShutdownTimeout = 450 * time.Millisecond
+
+// OnSIGTERM flushes and closes every component of the gateway
+// (Gateway.Shutdown) within lambdaShutdownTimeout.
+func (l *LambdaGateway) OnSIGTERM() {
+	ctx, cancel := context.WithTimeout(context.Background(), lambdaShutdownTimeout)
+	defer cancel()
+	l.Gateway.Shutdown(ctx)
 }
 
 // NewLambdaHandler builds the Lambda-side handler: config from SSM (or a
@@ -86,10 +110,15 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 // stored. A key reference that does not resolve skips that key (logged,
 // ProviderKeyErrors metric, listed in /healthz) and is retried every
 // keyRetryPeriods refresh periods while the rest serves.
-func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (http.Handler, error) {
+func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer) (*LambdaGateway, error) {
+	return newLambdaGateway(ctx, env, log, metricsOut, nil)
+}
+
+// newLambdaGateway is NewLambdaHandler with extra components (tests).
+func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer, extra []Component) (*LambdaGateway, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
 	// The Function URL answers CORS preflights and adds the CORS headers.
-	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true}
+	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, extra: extra}
 	var st store.Store
 	var err error
 	if env.Table == "" {
@@ -120,7 +149,7 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		if err != nil {
 			return nil, err
 		}
-		return g.Handler, nil
+		return &LambdaGateway{Handler: g.Handler, Gateway: g}, nil
 	}
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
 		OnError:  func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
@@ -136,9 +165,10 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	}); err != nil {
 		return nil, err
 	}
-	rh := &refreshing{Handler: g.Handler, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
+	rh := &refreshing{g: g, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
 	rh.appliedAt.Store(time.Now().UnixNano())
-	return rh, nil
+	g.add(part{name: "ssm refresher", flush: rh.wait, close: rh.close})
+	return &LambdaGateway{Handler: rh, Gateway: g}, nil
 }
 
 // keyRetryPeriods is how many refresh periods pass between two retries of
@@ -147,18 +177,25 @@ const keyRetryPeriods = 4
 
 // refreshing serves requests and, when the config is older than the
 // refresh period, reloads it in the background (stale-while-revalidate):
-// no request waits on SSM. While some keys of the config in force did not
+// no request waits on SSM. It hands every config it loads to the app
+// (Gateway.Reload). While some keys of the config in force did not
 // resolve, it re-applies the config every keyRetry (so a key parameter
-// created after the fact comes into service without a config edit).
+// created after the fact comes into service without a config edit). As a
+// component, its Flush waits for a reload under way and its Close stops
+// new ones.
 type refreshing struct {
-	*server.Handler
+	g         *Gateway
 	loader    *ssmconfig.Loader
 	keyRetry  time.Duration
 	appliedAt atomic.Int64 // unix nanoseconds of the last applied config
+
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{} // closed when the last reload started has ended
 }
 
 func (rh *refreshing) apply(ctx context.Context, cfg *config.Config) error {
-	if err := rh.Handler.Reload(ctx, cfg); err != nil {
+	if err := rh.g.Reload(ctx, cfg); err != nil {
 		return err
 	}
 	rh.appliedAt.Store(time.Now().UnixNano())
@@ -167,14 +204,48 @@ func (rh *refreshing) apply(ctx context.Context, cfg *config.Config) error {
 
 func (rh *refreshing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rh.loader.Stale() {
-		go func() {
-			defer rh.loader.Loaded()
-			ctx := context.Background()
-			rh.loader.Reload(ctx, rh.apply)
-			if rh.Handler.UnresolvedKeys() > 0 && time.Since(time.Unix(0, rh.appliedAt.Load())) >= rh.keyRetry {
-				rh.apply(ctx, rh.Handler.Config())
-			}
-		}()
+		rh.mu.Lock()
+		if rh.closed {
+			rh.loader.Loaded()
+		} else {
+			done := make(chan struct{})
+			rh.done = done
+			go func() {
+				defer close(done)
+				defer rh.loader.Loaded()
+				ctx := context.Background()
+				rh.loader.Reload(ctx, rh.apply)
+				if rh.g.Handler.UnresolvedKeys() > 0 && time.Since(time.Unix(0, rh.appliedAt.Load())) >= rh.keyRetry {
+					rh.apply(ctx, rh.g.Config())
+				}
+			}()
+		}
+		rh.mu.Unlock()
 	}
-	rh.Handler.ServeHTTP(w, r)
+	rh.g.Handler.ServeHTTP(w, r)
+}
+
+// wait waits for the reload under way (Stale lets one run at a time), or
+// until ctx ends.
+func (rh *refreshing) wait(ctx context.Context) error {
+	rh.mu.Lock()
+	done := rh.done
+	rh.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops new reloads.
+func (rh *refreshing) close() error {
+	rh.mu.Lock()
+	rh.closed = true
+	rh.mu.Unlock()
+	return nil
 }

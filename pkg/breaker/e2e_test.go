@@ -108,8 +108,13 @@ func newInstance(t *testing.T, e *storetest.Env, cfg *config.Config) *instance {
 	kl := keyledger.New(e.Store, keyledger.Options{Now: e.Now, StoreTimeout: generous, Logger: log})
 	t.Cleanup(kl.Wait)
 	h, err := server.New(context.Background(), cfg, server.Options{
-		Logger: log, Breakers: br, Keys: kl, ResolveKey: resolveTestKey,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, // never wait on backoff
+		Logger: log,
+		Upstream: server.Upstream{
+			Breakers:   br,
+			Keys:       kl,
+			ResolveKey: resolveTestKey,
+			Sleep:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, // never wait on backoff
+		},
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

@@ -73,8 +73,15 @@ func newLatInstance(t *testing.T, e *storetest.Env, cfg *config.Config) *latInst
 	t.Cleanup(br.Wait)
 	kl := keyledger.New(e.Store, keyledger.Options{Now: e.Now, StoreTimeout: generous, Logger: log})
 	t.Cleanup(kl.Wait)
-	h, err := server.New(context.Background(), cfg, server.Options{Logger: log, Breakers: br, Keys: kl, Now: e.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	h, err := server.New(context.Background(), cfg, server.Options{
+		Logger: log,
+		Now:    e.Now,
+		Upstream: server.Upstream{
+			Breakers: br,
+			Keys:     kl,
+			Sleep:    func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

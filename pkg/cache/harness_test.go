@@ -137,17 +137,23 @@ func newGateway(t *testing.T, st cache.Store, now func() time.Time, extra string
 	}
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: slog.New(slog.DiscardHandler),
-		Cache:  cache.New(st, cache.Options{Now: now}),
-		Pacing: pacing.Pacer{},
-		Cost:   usage.Cost,
 		Now:    time.Now,
-		Authenticate: func(r *http.Request) (*exchange.Caller, error) {
-			return &exchange.Caller{Team: r.Header.Get("x-team")}, nil
+		Front: server.Front{
+			Authenticate: func(r *http.Request) (*exchange.Caller, error) {
+				return &exchange.Caller{Team: r.Header.Get("x-team")}, nil
+			},
 		},
-		Record: func(_ context.Context, r *exchange.Record) {
-			g.mu.Lock()
-			g.recs = append(g.recs, *r)
-			g.mu.Unlock()
+		Stages: server.Stages{
+			Cache:  cache.New(st, cache.Options{Now: now}),
+			Pacing: pacing.Pacer{},
+		},
+		Reporting: server.Reporting{
+			Cost: usage.Cost,
+			Record: func(_ context.Context, r *exchange.Record) {
+				g.mu.Lock()
+				g.recs = append(g.recs, *r)
+				g.mu.Unlock()
+			},
 		},
 	})
 	if err != nil {

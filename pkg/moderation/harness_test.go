@@ -202,16 +202,22 @@ moderation:
 	}
 	log := slog.New(slog.NewJSONHandler(w.logs, nil))
 	h, err := server.New(context.Background(), cfg, server.Options{
-		Logger:     log,
-		Moderation: &moderation.Moderator{Logger: log},
-		Cost:       usage.Cost,
-		Authenticate: func(r *http.Request) (*exchange.Caller, error) {
-			return &exchange.Caller{Team: r.Header.Get("x-team")}, nil
+		Logger: log,
+		Front: server.Front{
+			Authenticate: func(r *http.Request) (*exchange.Caller, error) {
+				return &exchange.Caller{Team: r.Header.Get("x-team")}, nil
+			},
 		},
-		Record: func(_ context.Context, r *exchange.Record) {
-			w.mu.Lock()
-			w.recs = append(w.recs, *r)
-			w.mu.Unlock()
+		Stages: server.Stages{
+			Moderation: &moderation.Moderator{Logger: log},
+		},
+		Reporting: server.Reporting{
+			Cost: usage.Cost,
+			Record: func(_ context.Context, r *exchange.Record) {
+				w.mu.Lock()
+				w.recs = append(w.recs, *r)
+				w.mu.Unlock()
+			},
 		},
 	})
 	if err != nil {

@@ -82,12 +82,16 @@ func newGateway(t testing.TB, yaml string, opts ...func(*server.Options)) *gatew
 	g := &gateway{logs: &syncBuffer{}}
 	o := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Record: func(_ context.Context, r *exchange.Record) {
-			g.mu.Lock()
-			g.recs = append(g.recs, *r)
-			g.mu.Unlock()
+		Upstream: server.Upstream{
+			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 		},
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Reporting: server.Reporting{
+			Record: func(_ context.Context, r *exchange.Record) {
+				g.mu.Lock()
+				g.recs = append(g.recs, *r)
+				g.mu.Unlock()
+			},
+		},
 	}
 	for _, f := range opts {
 		f(&o)

@@ -34,10 +34,10 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request, rid string, shape
 	origin := r.Header.Get("Origin")
 	preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
 	c := h.current.Load().cfg.Server.CORS
-	if h.opts.ExternalCORS || !c.Enabled() {
+	if h.front.ExternalCORS || !c.Enabled() {
 		if preflight {
 			why := "cross-origin requests are not enabled on this gateway (server.cors)"
-			if h.opts.ExternalCORS {
+			if h.front.ExternalCORS {
 				why = "CORS is answered in front of the gateway (on AWS: the Function URL, set from server.cors of the seed config), which has none"
 			}
 			h.refusePreflight(w, r, rid, shape, why)

@@ -26,7 +26,7 @@ import (
 func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Request, rid string) {
 	rt := h.current.Load()
 	cfg := rt.cfg
-	req := &exchange.Request{ID: rid, API: in.API(), Start: h.opts.Now(), Caller: exchange.CallerFrom(r.Context())}
+	req := &exchange.Request{ID: rid, API: in.API(), Start: h.now(), Caller: exchange.CallerFrom(r.Context())}
 	if gerr := checkContentType(r); gerr != nil {
 		in.WriteError(w, req, gerr)
 		return
@@ -69,12 +69,12 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 // countUpstream asks the route's first available target to count.
 func (h *Handler) countUpstream(ctx context.Context, rt *runtimeState, req *exchange.Request) (int, error) {
 	for _, step := range req.Steps {
-		done, err := h.opts.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
+		done, err := h.up.Breakers.Allow(step.ID, breaker.Force(step.Breaker))
 		if err != nil {
 			continue
 		}
 		done(breaker.Ignored)
-		key, ok := h.opts.Keys.Pick(step.Provider, step.Model)
+		key, ok := h.up.Keys.Pick(step.Provider, step.Model)
 		if !ok {
 			continue
 		}
@@ -84,7 +84,7 @@ func (h *Handler) countUpstream(ctx context.Context, rt *runtimeState, req *exch
 		}
 		req.Trace.Provider = step.Provider
 		return tc.CountTokens(ctx, &provider.Call{Req: req, Step: step, Key: key,
-			OnResponse: func(status int, hd http.Header) { h.opts.Keys.Observe(step.Provider, step.Model, key, status, hd) }})
+			OnResponse: func(status int, hd http.Header) { h.up.Keys.Observe(step.Provider, step.Model, key, status, hd) }})
 	}
 	return 0, provider.ErrCannotCount
 }

@@ -44,7 +44,7 @@ type exchangeState struct {
 // only the wire formats.
 func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Request, rid string, tc traceid.Context) {
 	rt := h.current.Load()
-	req := &exchange.Request{ID: rid, TraceID: tc.TraceID, TraceParent: tc.Traceparent(), API: in.API(), Start: h.opts.Now(),
+	req := &exchange.Request{ID: rid, TraceID: tc.TraceID, TraceParent: tc.Traceparent(), API: in.API(), Start: h.now(),
 		Caller: exchange.CallerFrom(r.Context())}
 	x := &exchangeState{h: h, rt: rt, in: in, w: w, r: r, req: req, rec: exchange.NewRecord(req)}
 	defer x.finish()
@@ -71,8 +71,8 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(err)
 		return
 	}
-	if h.opts.Admit != nil {
-		settle, err := h.opts.Admit(r.Context(), req)
+	if h.front.Admit != nil {
+		settle, err := h.front.Admit(r.Context(), req)
 		if err != nil {
 			x.fail(gwerr.As(err))
 			return
@@ -109,7 +109,7 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 		return gwerr.New(gwerr.Permission, "this key may not use the model %q", req.Route).WithParam("model").WithCode("model_not_allowed")
 	}
 	req.Steps, req.Policy = steps, route.Policy
-	if p := x.h.opts.Pacing; p != nil {
+	if p := x.h.stages.Pacing; p != nil {
 		name, err := p.Profile(x.r, req, route.Pacing)
 		if err != nil {
 			return gwerr.As(err)
@@ -195,9 +195,9 @@ func (x *exchangeState) fail(e *gwerr.Error) {
 // right after it).
 func (x *exchangeState) finish() {
 	x.rec.Fill(x.req)
-	x.rec.LatencyMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
-	if x.h.opts.AfterResponse != nil {
-		x.h.opts.AfterResponse(x.settleAndRecord)
+	x.rec.LatencyMillis = exchange.Millis(x.h.now().Sub(x.req.Start))
+	if x.h.report.AfterResponse != nil {
+		x.h.report.AfterResponse(x.settleAndRecord)
 		return
 	}
 	x.settleAndRecord()
@@ -213,15 +213,15 @@ func (x *exchangeState) settleAndRecord() {
 		ctx, cancelDL = context.WithDeadline(ctx, dl)
 		defer cancelDL()
 	}
-	if x.h.opts.Cost != nil {
-		x.rec.CostUSD = x.h.opts.Cost(x.rt.cfg, &x.rec)
+	if x.h.report.Cost != nil {
+		x.rec.CostUSD = x.h.report.Cost(x.rt.cfg, &x.rec)
 	}
 	if x.settle != nil {
 		x.settle(ctx, &x.rec)
 	}
 	requestlog.Write(x.h.log, x.r, &x.rec)
-	if x.h.opts.Record != nil {
-		x.h.opts.Record(ctx, &x.rec)
+	if x.h.report.Record != nil {
+		x.h.report.Record(ctx, &x.rec)
 	}
 }
 

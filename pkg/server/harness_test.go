@@ -178,16 +178,20 @@ func newGateway(t *testing.T, yaml string, opts ...func(*server.Options)) *gatew
 	g := &gateway{logs: &syncBuffer{}}
 	o := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Record: func(_ context.Context, r *exchange.Record) {
-			g.mu.Lock()
-			g.records = append(g.records, *r)
-			g.mu.Unlock()
+		Upstream: server.Upstream{
+			Sleep: func(ctx context.Context, d time.Duration) error {
+				g.mu.Lock()
+				g.sleeps = append(g.sleeps, d)
+				g.mu.Unlock()
+				return ctx.Err()
+			},
 		},
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			g.mu.Lock()
-			g.sleeps = append(g.sleeps, d)
-			g.mu.Unlock()
-			return ctx.Err()
+		Reporting: server.Reporting{
+			Record: func(_ context.Context, r *exchange.Record) {
+				g.mu.Lock()
+				g.records = append(g.records, *r)
+				g.mu.Unlock()
+			},
 		},
 	}
 	for _, f := range opts {

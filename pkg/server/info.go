@@ -122,7 +122,7 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 			seen[id] = true
 			p := rt.cfg.Providers[t.Provider]
 			th := targetHealth{ID: id, Provider: t.Provider, Kind: p.Kind, Model: t.Model, Disabled: p.Disabled,
-				Breaker: h.opts.Breakers.Snapshot(id), Keys: append(h.opts.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
+				Breaker: h.up.Breakers.Snapshot(id), Keys: append(h.up.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
 			if t.Breaker != "" {
 				th.Breaker.Forced = breaker.Force(t.Breaker)
 			}

@@ -45,7 +45,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		h.Set("X-Accel-Buffering", "no")
 		x.w.WriteHeader(http.StatusOK)
 		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
+		x.rec.TTFTMillis = exchange.Millis(x.h.now().Sub(x.req.Start))
 	}
 	// buf holds encoded frames not yet written: while the source has its
 	// next event at hand (stage.Buffered), frames are written together.
@@ -77,7 +77,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 		x.w.WriteHeader(http.StatusOK)
 		x.rec.Status = http.StatusOK
-		x.rec.TTFTMillis = exchange.Millis(x.h.opts.Now().Sub(x.req.Start))
+		x.rec.TTFTMillis = exchange.Millis(x.h.now().Sub(x.req.Start))
 		cw.write(body)
 	case err == io.EOF:
 		cw.write(enc.End(buf, u))

@@ -31,105 +31,22 @@ import (
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/requestlog"
 	"github.com/llmgw/llmgw/pkg/retry"
-	"github.com/llmgw/llmgw/pkg/stage"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
-// Options are the handler's hooks and collaborators. Nil fields take
-// defaults, in the manner of httputil.ReverseProxy.
-type Options struct {
-	// Logger receives one JSON line per request and state transitions
-	// (nil: JSON to stderr).
-	Logger *slog.Logger
-	// Record is called once per request with its usage record, before the
-	// handler returns (on Lambda the environment may freeze right after).
-	// Nil: the record is only logged.
-	Record func(ctx context.Context, rec *exchange.Record)
-	// AfterResponse runs the work that follows a sent response: the
-	// budget settlement, the request log line and Record. Nil runs it
-	// before the handler returns (Lambda: the record must be durable by
-	// then). Local mode hands it to a bounded background runner, so a
-	// kept-alive connection reads its next request at once; whoever sets
-	// it must wait for that work before closing what it writes to.
-	AfterResponse func(work func())
-	// ResolveKey returns the secret a key reference points at; ok false
-	// skips that key. An error skips it too, and /healthz lists it as not
-	// in service (reason keyledger.ReasonMissing when the error wraps
-	// keyledger.ErrNotFound, else keyledger.ReasonUnresolved): one missing
-	// key never stops the rest of the config. Nil: environment variables
-	// only (keyledger.Env). Key references are resolved on every config
-	// load (New and Reload), by keyledger.Resolve, and handed to Keys with
-	// SetKeys.
-	ResolveKey func(ctx context.Context, ref config.KeyRef) (secret string, ok bool, err error)
-	// OnKeyError, when set, is told each time a key reference fails to
-	// resolve (the ProviderKeyErrors metric).
-	OnKeyError func(provider string, keyIndex int, err error)
-	// Breakers guards targets (nil: a breaker.Breaker with the config's
-	// settings over an in-memory store, shared by nothing but this
-	// handler).
-	Breakers interface {
-		breaker.Guard
-		breaker.Reporter
-	}
-	// OnBreakerOpen, when set, is told each time a target of the default
-	// breaker (Breakers nil) opens (the BreakerOpen metric).
-	OnBreakerOpen func(target string)
-	// Keys picks provider keys and learns from responses (nil: a
-	// keyledger.Ledger over an in-memory store). It is given the resolved
-	// keys on every config load.
-	Keys interface {
-		keyledger.Picker
-		Statuses(provider, model string) []keyledger.Status
-		SetKeys(map[string][]keyledger.Key)
-	}
-	// Authenticate identifies callers of the /v1 API (nil: everyone is an
-	// anonymous caller, for local use).
-	Authenticate Authenticator
-	// Extra serves more paths (e.g. /v1/usage) behind the same
-	// authentication; the caller is in the request context
-	// (exchange.CallerFrom).
-	Extra map[string]http.Handler
-	// Budget caps retries per provider (nil: a retry.Budget of this
-	// process only). pkg/app gives every instance one budget shared
-	// through the store (retry.NewSharedBudget).
-	Budget *retry.Budget
-	// Admit enforces limits and budgets before spend (nil: none).
-	Admit Admitter
-	// Cost prices a finished request's usage from the config's price table
-	// (nil: cost is not computed).
-	Cost func(cfg *config.Config, rec *exchange.Record) float64
-	// ExternalCORS says CORS is handled in front of the handler (Lambda:
-	// the Function URL answers preflights and adds the Access-Control
-	// headers, configured by the stack from the seeded server.cors). The
-	// handler then adds no CORS headers, since browsers refuse a response
-	// with two Access-Control-Allow-Origin headers, and refuses any
-	// preflight that reaches it. Otherwise the handler applies the config's
-	// server.cors itself (local mode).
-	ExternalCORS bool
-	// Moderation checks requests (and, by policy, answers) before anything
-	// is generated or sent (moderation.Moderator); nil: no moderation,
-	// whatever the config's policies say.
-	Moderation stage.Moderation
-	// Cache answers repeated requests from stored answers (cache.Cache);
-	// nil: no response cache.
-	Cache stage.Cache
-	// Pacing releases streamed text at a selected profile's rate
-	// (pacing.Pacer); nil: nothing is paced and selections are ignored.
-	Pacing stage.Pacing
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
-	// Sleep waits between retries (nil: a timer that honours ctx). Tests
-	// use it to see and skip waits.
-	Sleep func(ctx context.Context, d time.Duration) error
-}
-
 // Handler serves the gateway API. Build it with New; swap its config with
 // Reload.
 type Handler struct {
-	opts    Options
-	log     *slog.Logger
-	budget  *retry.Budget
+	log *slog.Logger
+	now func() time.Time
+	// The parts of Options, each used by its part of the handler.
+	front  Front
+	up     Upstream
+	stages Stages
+	report Reporting
+	// current is the state derived from the config the app handed in
+	// last (New, Reload).
 	current atomic.Pointer[runtimeState]
 	// ingresses maps each POST path to the client API served there;
 	// counters each token-count path to the API (an ingress.Counter).
@@ -155,15 +72,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.ResolveKey == nil {
-		opts.ResolveKey = keyledger.Env
-	}
-	if opts.Budget == nil {
-		opts.Budget = retry.NewBudget()
-		opts.Budget.Now = opts.Now
-	}
-	h := &Handler{opts: opts, log: opts.Logger, budget: opts.Budget, ingresses: map[string]ingress.Ingress{},
-		counters: map[string]ingress.Ingress{}}
+	h := &Handler{log: opts.Logger, now: opts.Now, front: opts.Front, up: opts.Upstream, stages: opts.Stages,
+		report: opts.Reporting, ingresses: map[string]ingress.Ingress{}, counters: map[string]ingress.Ingress{}}
 	for _, e := range ingressregistry.Ingresses {
 		for _, p := range e.Paths {
 			h.ingresses[p] = e.Ingress
@@ -174,30 +84,43 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Handler, error
 			}
 		}
 	}
-	if h.opts.Breakers == nil || h.opts.Keys == nil {
-		// State of this process only: nothing to share it with, nothing
-		// to keep after exit.
-		mem := embedded.OpenMemory(embedded.WithClock(opts.Now))
-		if h.opts.Breakers == nil {
-			h.opts.Breakers = breaker.New(mem, cfg.Breaker, breaker.Options{Now: opts.Now, Logger: h.log,
-				OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
-					if to == breaker.Open && h.opts.OnBreakerOpen != nil {
-						h.opts.OnBreakerOpen(target)
-					}
-				}})
-		}
-		if h.opts.Keys == nil {
-			h.opts.Keys = keyledger.New(mem, keyledger.Options{Now: opts.Now, Logger: h.log})
-		}
-	}
+	h.up.defaults(cfg, h.log, h.now)
 	if err := h.Reload(ctx, cfg); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
+// defaults fills the nil parts of u with state of this process only:
+// nothing to share it with, nothing to keep after exit.
+func (u *Upstream) defaults(cfg *config.Config, log *slog.Logger, now func() time.Time) {
+	if u.ResolveKey == nil {
+		u.ResolveKey = keyledger.Env
+	}
+	if u.Budget == nil {
+		u.Budget = retry.NewBudget()
+		u.Budget.Now = now
+	}
+	if u.Breakers != nil && u.Keys != nil {
+		return
+	}
+	mem := embedded.OpenMemory(embedded.WithClock(now))
+	if u.Breakers == nil {
+		onOpen := u.OnBreakerOpen
+		u.Breakers = breaker.New(mem, cfg.Breaker, breaker.Options{Now: now, Logger: log,
+			OnTransition: func(target string, _, to breaker.State, _ breaker.Snapshot) {
+				if to == breaker.Open && onOpen != nil {
+					onOpen(target)
+				}
+			}})
+	}
+	if u.Keys == nil {
+		u.Keys = keyledger.New(mem, keyledger.Options{Now: now, Logger: log})
+	}
+}
+
 // Reload swaps in a new config: it resolves the config's key references
-// and hands the keys to Options.Keys. In-flight requests finish on the old
+// and hands the keys to Upstream.Keys. In-flight requests finish on the old
 // config; breaker and key state carry over. A key whose reference does not
 // resolve is skipped (logged, reported to OnKeyError, listed in /healthz);
 // the rest of the config serves.
@@ -210,17 +133,14 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	for _, id := range cfg.ProviderIDs() {
 		kinds[id] = cfg.Providers[id].Kind
 	}
-	res := keyledger.Resolve(ctx, cfg, h.opts.ResolveKey, h.log, h.opts.OnKeyError)
-	h.opts.Keys.SetKeys(res.Keys)
+	res := keyledger.Resolve(ctx, cfg, h.up.ResolveKey, h.log, h.up.OnKeyError)
+	h.up.Keys.SetKeys(res.Keys)
 	rt := &runtimeState{cfg: cfg, kinds: kinds, unresolved: res.Unresolved, router: &failover.Router{
-		Providers: provs, Breakers: h.opts.Breakers, Keys: h.opts.Keys, Budget: h.budget, Now: h.opts.Now, Sleep: h.opts.Sleep,
+		Providers: provs, Breakers: h.up.Breakers, Keys: h.up.Keys, Budget: h.up.Budget, Now: h.now, Sleep: h.up.Sleep,
 	}}
 	h.current.Store(rt)
 	return nil
 }
-
-// Config returns the config in force.
-func (h *Handler) Config() *config.Config { return h.current.Load().cfg }
 
 // UnresolvedKeys counts the configured keys of the config in force whose
 // reference did not resolve when it was applied (a Reload retries them).
@@ -309,7 +229,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 		}
 		h.models(w, r, rid)
 	default:
-		if eh, ok := h.opts.Extra[r.URL.Path]; ok {
+		if eh, ok := h.front.Extra[r.URL.Path]; ok {
 			eh.ServeHTTP(w, r)
 			return
 		}
@@ -406,10 +326,10 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 
 // authenticate runs the Authenticator; without one every caller is anonymous.
 func (h *Handler) authenticate(r *http.Request) (*exchange.Caller, error) {
-	if h.opts.Authenticate == nil {
+	if h.front.Authenticate == nil {
 		return &exchange.Caller{}, nil
 	}
-	c, err := h.opts.Authenticate(r)
+	c, err := h.front.Authenticate(r)
 	if err != nil {
 		return nil, err
 	}

@@ -18,14 +18,14 @@ import (
 // when it holds the answer, else through the failover engine (recording
 // the answer for the cache on a miss), paced when the request asked.
 func (x *exchangeState) generate(ctx context.Context) {
-	if mod := x.h.opts.Moderation; mod != nil {
+	if mod := x.h.stages.Moderation; mod != nil {
 		if err := mod.Input(ctx, x.moderationEnv(), x.req); err != nil {
 			x.refuse(err)
 			return
 		}
 	}
 	var tap stage.CacheTap
-	if c := x.h.opts.Cache; c != nil {
+	if c := x.h.stages.Cache; c != nil {
 		res := c.Lookup(ctx, x.rt.cfg, x.req, x.r.Header)
 		if res.Status != "" {
 			x.w.Header().Set(stage.CacheHeader, res.Status)
@@ -71,17 +71,17 @@ func (x *exchangeState) replayHit(ctx context.Context, hit stage.CachedAnswer) {
 	}
 	x.rec.SetUsage(exchange.TokenUsage{})
 	target, provider, u := hit.Served()
-	if x.h.opts.Cost != nil {
+	if x.h.report.Cost != nil {
 		orig := exchange.Record{Target: target, Provider: provider}
 		orig.SetUsage(u)
-		x.rec.SavedCostUSD = x.h.opts.Cost(x.rt.cfg, &orig)
+		x.rec.SavedCostUSD = x.h.report.Cost(x.rt.cfg, &orig)
 	}
 }
 
 // moderationEnv is what the moderation stage needs of this request's
 // runtime: the config, the failover engine, the key ledger.
 func (x *exchangeState) moderationEnv() stage.ModerationEnv {
-	return stage.ModerationEnv{Config: x.rt.cfg, Keys: x.h.opts.Keys,
+	return stage.ModerationEnv{Config: x.rt.cfg, Keys: x.h.up.Keys,
 		Open: func(ctx context.Context, req *exchange.Request) (stage.Source, error) {
 			s, err := x.rt.router.Open(ctx, req)
 			if err != nil {
@@ -93,13 +93,13 @@ func (x *exchangeState) moderationEnv() stage.ModerationEnv {
 
 // holdsOutput reports whether the answer is held for output moderation.
 func (x *exchangeState) holdsOutput() bool {
-	return x.h.opts.Moderation != nil && x.h.opts.Moderation.HoldsOutput(x.rt.cfg, x.req)
+	return x.h.stages.Moderation != nil && x.h.stages.Moderation.HoldsOutput(x.rt.cfg, x.req)
 }
 
 // moderated passes the answer through output moderation. nil means it was
 // refused (or failed while held) and the client has been answered.
 func (x *exchangeState) moderated(ctx context.Context, src stage.Source) stage.Source {
-	mod := x.h.opts.Moderation
+	mod := x.h.stages.Moderation
 	if mod == nil {
 		return src
 	}
@@ -124,7 +124,7 @@ func (x *exchangeState) refuse(err error) {
 // paced wraps a streamed response's source in the pacer of its profile.
 // Non-streaming bodies are sent whole: pacing does not apply to them.
 func (x *exchangeState) paced(src stage.Source) stage.Source {
-	p := x.h.opts.Pacing
+	p := x.h.stages.Pacing
 	if p == nil || x.pacing == "" || !x.req.Stream {
 		return src
 	}

@@ -49,11 +49,15 @@ teams:
 
 	auth := teams.NewAuthenticator(current, log)
 	h, err := server.New(context.Background(), cfg, server.Options{
-		Logger:       log,
-		Authenticate: auth.Authenticate,
-		Admit:        teams.NewLimiter(st, current, log).Admit,
-		Record:       usage.NewRecorder(st, current, log).Record,
-		Cost:         usage.Cost,
+		Logger: log,
+		Front: server.Front{
+			Authenticate: auth.Authenticate,
+			Admit:        teams.NewLimiter(st, current, log).Admit,
+		},
+		Reporting: server.Reporting{
+			Record: usage.NewRecorder(st, current, log).Record,
+			Cost:   usage.Cost,
+		},
 	})
 	if err != nil {
 		panic(err)

@@ -192,12 +192,18 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	g.lim.Now = g.clk.Now
 	g.rec = usage.NewRecorder(g.spy, current, log)
 	h, err := server.New(context.Background(), g.cfg.Load(), server.Options{
-		Logger:       log,
-		Authenticate: g.auth.Authenticate,
-		Admit:        g.lim.Admit,
-		Record:       g.rec.Record,
-		Cost:         usage.Cost,
-		Sleep:        func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		Logger: log,
+		Front: server.Front{
+			Authenticate: g.auth.Authenticate,
+			Admit:        g.lim.Admit,
+		},
+		Upstream: server.Upstream{
+			Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		},
+		Reporting: server.Reporting{
+			Record: g.rec.Record,
+			Cost:   usage.Cost,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -172,9 +172,15 @@ func claudeGateway(t *testing.T, providers, routes string) (string, func() []exc
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	var mu sync.Mutex
 	var recs []exchange.Record
-	h, err := server.New(context.Background(), cfg, server.Options{Logger: log,
-		Authenticate: teams.NewAuthenticator(func() *config.Config { return cfg }, log).Authenticate,
-		Record:       func(_ context.Context, r *exchange.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() }})
+	h, err := server.New(context.Background(), cfg, server.Options{
+		Logger: log,
+		Front: server.Front{
+			Authenticate: teams.NewAuthenticator(func() *config.Config { return cfg }, log).Authenticate,
+		},
+		Reporting: server.Reporting{
+			Record: func(_ context.Context, r *exchange.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() },
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

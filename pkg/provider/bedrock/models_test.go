@@ -68,8 +68,13 @@ func TestPromptCachingFollowsTheModelTable(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var recs []exchange.Record
-	h, err := server.New(context.Background(), cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Cost: usage.Cost,
-		Record: func(_ context.Context, r *exchange.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() }})
+	h, err := server.New(context.Background(), cfg, server.Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Reporting: server.Reporting{
+			Cost:   usage.Cost,
+			Record: func(_ context.Context, r *exchange.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() },
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

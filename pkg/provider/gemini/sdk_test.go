@@ -128,8 +128,12 @@ func newGatewayVariant(t *testing.T, variant string, urls ...string) *gateway {
 	g := &gateway{}
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Record: func(_ context.Context, r *exchange.Record) { g.mu.Lock(); g.recs = append(g.recs, *r); g.mu.Unlock() },
-		Sleep:  func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		Upstream: server.Upstream{
+			Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		},
+		Reporting: server.Reporting{
+			Record: func(_ context.Context, r *exchange.Record) { g.mu.Lock(); g.recs = append(g.recs, *r); g.mu.Unlock() },
+		},
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
