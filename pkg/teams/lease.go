@@ -93,21 +93,22 @@ type lease struct {
 	key store.Key
 	end time.Time // the window's end: the lease dies with it
 
-	mu        sync.Mutex
-	attrs     [nAttrs]bool  // attributes limited in the item
-	granted   amounts       // taken from the item and not given back
-	used      amounts       // reserved by admitted requests; settled ones count their real usage
-	outage    amounts       // admitted in this window while the store failed
-	size      float64       // the next lease, in request reservations
-	seenVer   int64         // the item's version after a take, at seenAt
-	seenAt    time.Time     // start of the span measuring the item's write rate
-	sizeKey   string        // scope and window kind: the next window's lease starts at this size
-	takenAt   time.Time     // when the last lease was taken
-	lastUse   time.Time     // when a request last reserved from it
-	fullUntil time.Time     // the item refused a lease: refuse locally until then
-	taking    chan struct{} // non-nil while a take is in flight
-	takeErr   error         // the last take's outcome, for its waiters
-	syncing   bool          // a give-back is in flight
+	mu         sync.Mutex
+	attrs      [nAttrs]bool  // attributes limited in the item
+	granted    amounts       // taken from the item and not given back
+	used       amounts       // reserved by admitted requests; settled ones count their real usage
+	outage     amounts       // admitted in this window while the store failed
+	size       float64       // the next lease, in request reservations
+	seenVer    int64         // the item's version after a take, at seenAt
+	seenAt     time.Time     // start of the span measuring the item's write rate
+	sizeKey    string        // scope and window kind: the next window's lease starts at this size
+	takenAt    time.Time     // when the last lease was taken
+	lastUse    time.Time     // when a request last reserved from it
+	fullUntil  time.Time     // the item refused a lease: refuse locally until then
+	noPrefetch time.Time     // the item refused a background lease: none until then
+	taking     chan struct{} // non-nil while a take is in flight
+	takeErr    error         // the last take's outcome, for its waiters
+	syncing    bool          // a give-back is in flight
 }
 
 // covers reports whether the unspent lease covers need (lock held).
@@ -255,9 +256,6 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 			break // the full lease was already exactly what c lacks
 		}
 		tried = want
-		if len(nonzero(want)) == 0 {
-			return nil // a prefetch whose request the lease covers: nothing lacks
-		}
 		ls.mu.Unlock()
 		it, err := l.addWithin(p.takeTimeout, true, "take lease", c.key, c.end, nonzero(want), bounds(c, want))
 		ls.mu.Lock()
@@ -265,16 +263,7 @@ func (l *Limiter) take(ls *lease, c *counter, p leaseParams, now time.Time) erro
 			for a := range nAttrs {
 				ls.granted[a] += want[a]
 			}
-			size := ls.size
-			if !exact && !ls.takenAt.IsZero() && now.Sub(ls.takenAt) < p.ttl {
-				size *= 2
-			}
-			size *= ls.excess(it.Version, now)
-			if size = min(size, p.maxRequests); size != ls.size {
-				ls.size = size
-				l.sizes.set(ls.sizeKey, size)
-			}
-			ls.takenAt = now
+			l.grow(ls, it.Version, p, now, exact)
 			return nil
 		}
 		if !errors.Is(err, store.ErrLimit) {
@@ -327,7 +316,7 @@ func (l *Limiter) outageRules(ls *lease, c *counter, p leaseParams, err error) (
 // one take at a time (requests the lease no longer covers wait for it, as
 // for any take), none while the item refuses leases.
 func (l *Limiter) prefetch(ls *lease, c *counter, p leaseParams, now time.Time) {
-	if ls.taking != nil || now.Before(ls.fullUntil) || !now.Before(ls.end) {
+	if ls.taking != nil || now.Before(ls.fullUntil) || now.Before(ls.noPrefetch) || !now.Before(ls.end) {
 		return
 	}
 	half := ls.size / 2
@@ -346,10 +335,54 @@ func (l *Limiter) prefetch(ls *lease, c *counter, p leaseParams, now time.Time) 
 	l.call.Go(func() {
 		ls.mu.Lock()
 		defer ls.mu.Unlock()
-		err := l.take(ls, &next, p, l.Now())
+		err := l.takeAhead(ls, &next, p, l.Now())
 		ls.taking, ls.takeErr = nil, err
 		close(ch)
 	})
+}
+
+// takeAhead takes the next lease in the background (lock held on entry
+// and exit, released during the store call): a full lease or nothing. A
+// refusal by the limit says only that a whole lease no longer fits - a
+// request that needs less may still - so it stops background takes for
+// refuseMemo and refuses nothing; a request the lease does not cover then
+// takes exactly what it lacks itself.
+func (l *Limiter) takeAhead(ls *lease, c *counter, p leaseParams, now time.Time) error {
+	want := ls.wanted(c, p, false)
+	if len(nonzero(want)) == 0 {
+		return nil
+	}
+	ls.mu.Unlock()
+	it, err := l.addWithin(p.takeTimeout, true, "take lease ahead", c.key, c.end, nonzero(want), bounds(c, want))
+	ls.mu.Lock()
+	switch {
+	case errors.Is(err, store.ErrLimit):
+		ls.noPrefetch = now.Add(refuseMemo)
+		return nil
+	case err != nil:
+		return errors.Join(errLeaseStore, err)
+	}
+	for a := range nAttrs {
+		ls.granted[a] += want[a]
+	}
+	l.grow(ls, it.Version, p, now, false)
+	return nil
+}
+
+// grow sizes the next lease after a take (lock held): doubled when this
+// one came within the lease TTL of the last (a full take, not an exact
+// one), scaled by the item's fleet-wide write rate, capped.
+func (l *Limiter) grow(ls *lease, version int64, p leaseParams, now time.Time, exact bool) {
+	size := ls.size
+	if !exact && !ls.takenAt.IsZero() && now.Sub(ls.takenAt) < p.ttl {
+		size *= 2
+	}
+	size *= ls.excess(version, now)
+	if size = min(size, p.maxRequests); size != ls.size {
+		ls.size = size
+		l.sizes.set(ls.sizeKey, size)
+	}
+	ls.takenAt = now
 }
 
 // refill is prefetch for a request the lease in hand covered.

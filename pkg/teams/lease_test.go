@@ -214,7 +214,10 @@ func TestBudgetHoldsWhenTheStoreFails(t *testing.T) {
 						cur.Store(&healthy)
 						got := recoverAndFlush(t, fs, lims)
 						spent := float64(admitted) * reserve400
-						if got != spent {
+						// With the short timeouts of the down store, a write of the
+						// healthy start can land after its timeout on a loaded
+						// machine: it counts unused (the safe side).
+						if got < spent || (fault.name != "down" && got != spent) {
 							t.Fatalf("counter %v after recovery, admitted %d x %d = %v", got, admitted, reserve400, spent)
 						}
 						t.Logf("%s: admitted %d (bound %d), counter %v = %.2f reservations", fs.backend, admitted, bound, got, got/reserve400)
