@@ -140,7 +140,7 @@ type LeaseSettings struct {
 	// TTL is how long a lease may stay unused before its unspent part is
 	// given back to the shared counter (default 10s; 1s to 10m).
 	TTL Duration `json:"ttl,omitempty"`
-	// TakeTimeout bounds the write that takes a lease (default 2s, and
+	// TakeTimeout bounds the write that takes a lease (default 1s, and
 	// never shorter than usage.store_timeout; at most 30s). A take is not
 	// a request's read: a store that answers slowly still grants leases,
 	// and the next lease is taken in the background before the one in
@@ -160,7 +160,7 @@ const (
 	// DefaultLeaseTTL is usage.lease.ttl's default.
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultLeaseTakeTimeout is usage.lease.take_timeout's default.
-	DefaultLeaseTakeTimeout = 2 * time.Second
+	DefaultLeaseTakeTimeout = time.Second
 	minUsageTTL             = 72 * time.Hour
 )
 

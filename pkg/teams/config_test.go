@@ -31,7 +31,7 @@ prices:
   "openai/gpt-4.1-mini": {input: 0.40, output: 1.60, cached_input: 0.10}
   "claude-sonnet-4-5": {input: 3, output: 15, cached_input: 0.30, cache_write: 3.75}
 usage: {ttl: 2160h, fail_closed: false, store_timeout: 250ms,
-        lease: {share: 0.05, max_requests: 64, ttl: 10s, take_timeout: 2s}}
+        lease: {share: 0.05, max_requests: 64, ttl: 10s, take_timeout: 1s}}
 `
 
 func TestConfigReferenceExampleParses(t *testing.T) {
@@ -47,7 +47,7 @@ func TestConfigReferenceExampleParses(t *testing.T) {
 		t.Fatal("hashes are normalised to lowercase")
 	}
 	if cfg.Usage.TTL.D() != 90*24*time.Hour || cfg.Usage.StoreTimeout.D() != 250*time.Millisecond ||
-		cfg.Usage.Lease != (config.LeaseSettings{Share: 0.05, MaxRequests: 64, TTL: config.Duration(10 * time.Second), TakeTimeout: config.Duration(2 * time.Second)}) {
+		cfg.Usage.Lease != (config.LeaseSettings{Share: 0.05, MaxRequests: 64, TTL: config.Duration(10 * time.Second), TakeTimeout: config.Duration(time.Second)}) {
 		t.Fatalf("usage: %+v", cfg.Usage)
 	}
 	p, ok := cfg.PriceFor("bedrock", "claude-sonnet-4-5")

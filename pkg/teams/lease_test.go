@@ -235,7 +235,7 @@ func TestBudgetHoldsWhenTheStoreFails(t *testing.T) {
 // instances the budget less what their leases strand (at most one
 // reservation each, as with a healthy store), and the rest are refused for
 // the budget, never as "usage accounting is unavailable": takes are
-// bounded by usage.lease.take_timeout (2s), not by the read timeout, and
+// bounded by usage.lease.take_timeout (1s), not by the read timeout, and
 // the next lease is taken in the background.
 func TestSlowStoreCostsNoRefusals(t *testing.T) {
 	forBackends(t, func(t *testing.T, open func(t *testing.T) *faultStore) {
