@@ -1,6 +1,6 @@
 // Package gemini is the adapter for Google's native Gemini API (provider
-// kind "gemini"). It translates the request's canonical form (the OpenAI
-// chat shape, exchange.Request.Chat) into a generateContent request (see
+// kind "gemini"). It translates the request's canonical form
+// (exchange.Prompt) into a generateContent request (see
 // request.go for what is translated, rejected and ignored), sends it to
 // {base_url}/models/{model}:generateContent, or
 // :streamGenerateContent?alt=sse for a stream, with the key in the
@@ -91,8 +91,8 @@ func (a *Adapter) endpoint(model string, stream bool) string {
 // Send implements provider.Provider. Requests Gemini cannot honour are
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	tr := translator{target: a.id + "/" + call.Model(), model: call.Model()}
-	greq, err := tr.translateRequest(call.Req, call.Chat(), call.OutputLimit())
+	tr := translator{call: call, target: a.id + "/" + call.Model(), model: call.Model()}
+	greq, err := tr.translateRequest(call.Prompt(), call.OutputLimit())
 	if err != nil {
 		return nil, err
 	}
