@@ -40,7 +40,8 @@ type Estimate struct {
 // (exchange.Prompt.WalkText: the system prompt, every turn's text,
 // thinking and refusals, tool uses' names and arguments, tool results,
 // text documents, and the tools' names, descriptions and schemas), plus
-// the messages' names, plus MessageOverheadTokens per message (the system
+// the messages' names, tool results' call ids and redacted thinking's
+// data, plus MessageOverheadTokens per message (the system
 // prompt counting as one), ReplyPrimingTokens once, and NonTextPartTokens
 // per image or binary document. It is a reservation, not a bill:
 // settlement replaces it with the provider's count.
@@ -64,6 +65,8 @@ func EstimateInputTokens(p *exchange.Prompt) int64 {
 			fixed += NonTextPartTokens
 		case b.Type == exchange.BlockRedactedThinking:
 			chars += len(b.Data)
+		case b.Type == exchange.BlockToolResult:
+			chars += len(b.ToolID)
 		}
 	})
 	return int64(exchange.EstimateTokens(chars)) + fixed
