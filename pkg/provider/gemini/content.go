@@ -45,7 +45,7 @@ func (t *translator) messages(out *request, p *exchange.Prompt) error {
 		var err error
 		switch m.Role {
 		case exchange.RoleSystem:
-			if err := t.system(out, param, m.Content); err != nil {
+			if err := t.system(out, param+".content", m.Content); err != nil {
 				return err
 			}
 			continue
@@ -84,7 +84,7 @@ func (t *translator) system(out *request, param string, blocks []exchange.Block)
 	for j := range blocks {
 		b := &blocks[j]
 		if b.Type != exchange.BlockText {
-			return t.unsupported(fmt.Sprintf("%s.content[%d]", param, j), "a non-text block in a system or developer message")
+			return t.unsupported(fmt.Sprintf("%s[%d]", param, j), "a non-text block in a system or developer message")
 		}
 		if b.Text == "" {
 			continue

@@ -116,8 +116,11 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, statusError(a.id, resp, raw, call.Key.Secret)
 	}
 	created := timeNow().Unix()
+	signatures := greq.GenerationConfig != nil && greq.GenerationConfig.ThinkingConfig != nil && greq.GenerationConfig.ThinkingConfig.IncludeThoughts
 	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), created, &call.Req.Trace), nil
+		s := newSSEStream(a.id, resp.Body, len(body), created, &call.Req.Trace)
+		s.t.signatures = signatures
+		return s, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -131,7 +134,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		}
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	}
-	evs, u, err := translateResponse(a.id, data, len(body), created)
+	evs, u, err := translateResponse(a.id, data, len(body), created, signatures)
 	if err != nil {
 		return nil, err
 	}
