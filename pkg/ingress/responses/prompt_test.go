@@ -15,8 +15,12 @@ func ptr[T any](v T) *T { return &v }
 // TestDecodeToPrompt checks Responses -> canonical Prompt, case by case:
 // what a translating adapter reads.
 func TestDecodeToPrompt(t *testing.T) {
-	user := func(bs ...exchange.Block) exchange.Message { return exchange.Message{Role: exchange.RoleUser, Content: bs} }
-	asst := func(bs ...exchange.Block) exchange.Message { return exchange.Message{Role: exchange.RoleAssistant, Content: bs} }
+	user := func(bs ...exchange.Block) exchange.Message {
+		return exchange.Message{Role: exchange.RoleUser, Content: bs}
+	}
+	asst := func(bs ...exchange.Block) exchange.Message {
+		return exchange.Message{Role: exchange.RoleAssistant, Content: bs}
+	}
 	for _, tc := range []struct {
 		name, in string
 		want     exchange.Prompt
