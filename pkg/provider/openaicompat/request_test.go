@@ -59,8 +59,12 @@ func sameJSON(t *testing.T, got, want string) bool {
 // TestPromptToChatBody checks the chat body built from a Prompt (a client
 // of another API), rule by rule.
 func TestPromptToChatBody(t *testing.T) {
-	user := func(bs ...exchange.Block) exchange.Message { return exchange.Message{Role: exchange.RoleUser, Content: bs} }
-	asst := func(bs ...exchange.Block) exchange.Message { return exchange.Message{Role: exchange.RoleAssistant, Content: bs} }
+	user := func(bs ...exchange.Block) exchange.Message {
+		return exchange.Message{Role: exchange.RoleUser, Content: bs}
+	}
+	asst := func(bs ...exchange.Block) exchange.Message {
+		return exchange.Message{Role: exchange.RoleAssistant, Content: bs}
+	}
 	eph := &exchange.CacheBreakpoint{}
 	for _, c := range []struct {
 		name string
