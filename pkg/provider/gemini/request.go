@@ -224,7 +224,7 @@ func (t *translator) tools(out *request, p *exchange.Prompt) error {
 			}
 			continue
 		default:
-			if err := t.refuse("server_tools", param, "the built-in tool "+tl.Type); err != nil {
+			if err := t.refuse("server_tools", param, "the "+tl.Type+" tool"); err != nil {
 				return err
 			}
 			continue

@@ -167,7 +167,7 @@ func (b *builder) tools(p *exchange.Prompt) error {
 				return err
 			}
 		default:
-			if err := b.refuse("server_tools", param, "the built-in tool "+t.Type); err != nil {
+			if err := b.refuse("server_tools", param, "the "+t.Type+" tool"); err != nil {
 				return err
 			}
 		}
