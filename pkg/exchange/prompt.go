@@ -1,6 +1,9 @@
 package exchange
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Prompt is a generation request in canonical form: what an ingress
 // decodes its client API into and what every translating adapter builds its
@@ -298,5 +301,41 @@ func (p *Prompt) Walk(fn func(b *Block)) {
 	walk(p.System)
 	for i := range p.Messages {
 		walk(p.Messages[i].Content)
+	}
+}
+
+// WalkText calls fn with every piece of text the model reads in the
+// prompt, in order: through Walk, each block's text (text, thinking,
+// refusal), a tool use's name and arguments, a document's title, context
+// and, for a text/* document, its bytes; then each tool's name,
+// description and schema (a custom or built-in tool's whole client
+// definition). Budgets and moderation read
+// a prompt through it, so text anywhere (an assistant turn, a tool result,
+// a tool definition) is counted and checked.
+func (p *Prompt) WalkText(fn func(text string)) {
+	emit := func(s string) {
+		if s != "" {
+			fn(s)
+		}
+	}
+	p.Walk(func(b *Block) {
+		emit(b.Text)
+		emit(b.ToolName)
+		emit(string(b.Input))
+		emit(b.Title)
+		emit(b.Context)
+		if b.Type == BlockDocument && strings.HasPrefix(b.MediaType, "text/") {
+			emit(string(b.Data))
+		}
+	})
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		if t.Kind != ToolFunction && len(t.Raw) > 0 {
+			emit(string(t.Raw)) // the whole definition: its name and description too
+			continue
+		}
+		emit(t.Name)
+		emit(t.Description)
+		emit(string(t.Schema))
 	}
 }

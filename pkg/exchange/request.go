@@ -83,6 +83,14 @@ type Request struct {
 	//
 	// Deprecated: read Prompt.
 	Chat *chatwire.ChatRequest
+	// ChatLost lists what the retiring Chat form loses of the request that
+	// Prompt carries (a Messages request's thinking, top_k, ...): an adapter
+	// still building from Chat refuses it (provider.RefuseChatLost), one
+	// that builds from the Prompt checks the Prompt itself. nil when the
+	// ingress fills Chat without loss beyond Untranslated.
+	//
+	// Deprecated: removed with Chat.
+	ChatLost []Feature
 	// Embed is an embeddings request in canonical form (API Embeddings;
 	// Chat is then nil).
 	Embed *EmbedRequest

@@ -132,7 +132,7 @@ func (c *continuation) raw(ev *exchange.Event) {
 func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 	text := c.text.String()
 	prefill := strings.TrimRight(text, " \t\r\n")
-	if c.blocked || prefill == "" || c.rq.Chat == nil || !slices.ContainsFunc(c.rq.Steps[c.depth+1:], func(st config.Step) bool { return st.Prefill }) {
+	if c.blocked || prefill == "" || c.rq.Prompt == nil || !slices.ContainsFunc(c.rq.Steps[c.depth+1:], func(st config.Step) bool { return st.Prefill }) {
 		return exchange.Event{}, false
 	}
 	c.trimmed = len(prefill) < len(text)
@@ -174,14 +174,21 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 	return exchange.Event{}, false
 }
 
-// request is the continuation request: the client's, in canonical form,
-// with the assistant's text so far as its last message.
+// request is the continuation request: the client's, in canonical form
+// (the Prompt, and the retiring chat form while a request has one), with
+// the assistant's text so far as its last message.
 func (c *continuation) request(prefill string) *exchange.Request {
 	crq := *c.rq
-	chat := *c.rq.Chat
-	chat.Messages = append(slices.Clone(chat.Messages), chatwire.Message{Role: "assistant", Content: chatwire.Content{Text: prefill}})
-	crq.API, crq.Chat = exchange.Prefill, &chat
-	crq.Body, _ = json.Marshal(&chat) // its size feeds the adapters' estimates
+	p := *c.rq.Prompt
+	p.Messages = append(slices.Clone(p.Messages), exchange.Message{Role: exchange.RoleAssistant,
+		Content: []exchange.Block{{Type: exchange.BlockText, Text: prefill}}})
+	crq.API, crq.Prompt, crq.Body = exchange.Prefill, &p, nil
+	if c.rq.Chat != nil {
+		chat := *c.rq.Chat
+		chat.Messages = append(slices.Clone(chat.Messages), chatwire.Message{Role: "assistant", Content: chatwire.Content{Text: prefill}})
+		crq.Chat = &chat
+		crq.Body, _ = json.Marshal(&chat) // its size feeds the adapters' estimates
+	}
 	crq.Trace.Attempts = slices.Clone(c.rq.Trace.Attempts)
 	return &crq
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Mid-stream continuation (issue 13, item 14b, opt-in).
@@ -42,7 +41,7 @@ func continuing(t *testing.T, b script) (*rig, *exchange.Request, *[]*exchange.R
 	rq.Steps[2].Prefill = true
 	on := true
 	rq.Policy.Continuation = &on
-	rq.Chat = &chatwire.ChatRequest{Model: "r", Stream: true, Messages: []chatwire.Message{{Role: "user", Content: chatwire.Content{Text: "say hello world"}}}}
+	rq.Prompt = &exchange.Prompt{Messages: []exchange.Message{{Role: exchange.RoleUser, Content: []exchange.Block{{Type: exchange.BlockText, Text: "say hello world"}}}}}
 	return rg, rq, &asked
 }
 
@@ -85,11 +84,12 @@ func TestCutStreamIsContinuedByTheNextTargetWithPrefill(t *testing.T) {
 		t.Error("a target without prefill support was asked to continue")
 	}
 	cr := (*asked)[0]
-	last := cr.Chat.Messages[len(cr.Chat.Messages)-1]
-	if cr.API != exchange.Prefill || last.Role != "assistant" || last.Content.Text != "Hello wor" || len(cr.Chat.Messages) != 2 {
+	msgs := cr.Prompt.Messages
+	last := msgs[len(msgs)-1]
+	if cr.API != exchange.Prefill || last.Role != exchange.RoleAssistant || exchange.BlocksText(last.Content) != "Hello wor" || len(msgs) != 2 || cr.Chat != nil {
 		t.Errorf("continuation request API %q, last message %+v", cr.API, last)
 	}
-	if len(rq.Chat.Messages) != 1 {
+	if len(rq.Prompt.Messages) != 1 {
 		t.Error("the client's request was modified")
 	}
 	tr := rq.Trace

@@ -36,9 +36,12 @@ func (m *Moderator) check(ctx context.Context, env stage.ModerationEnv, req *exc
 		{Role: "system", Content: chatwire.Content{Text: k.Prompt + VerdictFormat}},
 		{Role: "user", Content: chatwire.Content{Text: "<<<TEXT\n" + text + "\nTEXT>>>"}},
 	}}
+	prompt := &exchange.Prompt{System: []exchange.Block{{Type: exchange.BlockText, Text: k.Prompt + VerdictFormat}},
+		Messages: []exchange.Message{{Role: exchange.RoleUser, Content: []exchange.Block{{Type: exchange.BlockText, Text: "<<<TEXT\n" + text + "\nTEXT>>>"}}}},
+		Sampling: exchange.Sampling{MaxTokens: maxTokens, Temperature: &zero}}
 	body, _ := json.Marshal(chat)
 	mreq := &exchange.Request{ID: req.ID, API: CheckAPI, Start: m.now(), Caller: req.Caller, Route: k.Route,
-		Steps: steps, Policy: route.Policy, Chat: chat, Body: body}
+		Steps: steps, Policy: route.Policy, Prompt: prompt, Chat: chat, Body: body}
 	cctx, cancel := context.WithTimeoutCause(ctx, k.Timeout.D(), errCheckTimeout)
 	defer cancel()
 	answer, u, err := collect(cctx, env, mreq)

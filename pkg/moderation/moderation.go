@@ -47,7 +47,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/stage"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Moderator is the moderation stage. The zero value is ready.
@@ -104,7 +103,7 @@ func (m *Moderator) Input(ctx context.Context, env stage.ModerationEnv, req *exc
 	if len(names) == 0 {
 		return nil
 	}
-	text := inputText(req.Chat)
+	text := inputText(req.Prompt)
 	for _, name := range names {
 		if err := m.run(ctx, env, req, name, dirInput, text); err != nil {
 			return err
@@ -184,22 +183,19 @@ func team(req *exchange.Request) string {
 	return config.AnonymousTeam
 }
 
-// inputText is what is moderated of a request: the text of its user,
-// system and developer messages, one per line.
-func inputText(c *chatwire.ChatRequest) string {
-	if c == nil {
+// inputText is what is moderated of a request: every piece of text the
+// model reads, wherever it is in the prompt (exchange.Prompt.WalkText: the
+// system prompt, user and assistant turns, tool uses and results, the
+// tools' names, descriptions and schemas), one per line.
+func inputText(p *exchange.Prompt) string {
+	if p == nil {
 		return ""
 	}
 	var b strings.Builder
-	for _, msg := range c.Messages {
-		switch msg.Role {
-		case "user", "system", "developer":
-			if t := msg.Content.PlainText(); t != "" {
-				b.WriteString(t)
-				b.WriteByte('\n')
-			}
-		}
-	}
+	p.WalkText(func(s string) {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	})
 	return b.String()
 }
 

@@ -59,7 +59,7 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 			h.log.LogAttrs(r.Context(), slog.LevelWarn, "token count upstream failed; answering with the estimate",
 				slog.String("request_id", rid), slog.String("route", req.Route), slog.String("error", err.Error()))
 		}
-		in.(ingress.Counter).WriteCount(w, req, int(teams.EstimateInputTokens(req.Chat)), true)
+		in.(ingress.Counter).WriteCount(w, req, int(teams.EstimateInputTokens(req.Prompt)), true)
 		return
 	}
 	w.Header().Set("x-gateway-provider", req.Trace.Provider)

@@ -1,10 +1,11 @@
 package teams
 
 import (
+	"strings"
+
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/usage"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Estimator constants (see EstimateInputTokens).
@@ -13,7 +14,7 @@ const (
 	MessageOverheadTokens = 4
 	// ReplyPrimingTokens is added once per request for the reply's start.
 	ReplyPrimingTokens = 3
-	// NonTextPartTokens is counted for each image, audio or file part.
+	// NonTextPartTokens is counted for each image or binary document.
 	NonTextPartTokens = 768
 )
 
@@ -21,8 +22,8 @@ const (
 type Estimate struct {
 	// InputTokens is EstimateInputTokens of the request.
 	InputTokens int64
-	// RequestedOutput is the client's max_completion_tokens, else max_tokens
-	// (0: it set neither).
+	// RequestedOutput is the client's output limit (Prompt.Sampling.MaxTokens:
+	// max_completion_tokens, else max_tokens; 0: it set none).
 	RequestedOutput int64
 	// OutputTokens is the output reserved: RequestedOutput, or when the
 	// client set none the team's max_output_tokens ceiling, else the largest
@@ -35,44 +36,39 @@ type Estimate struct {
 
 // EstimateInputTokens estimates a request's prompt tokens before any call:
 // exchange.EstimateTokens (one token per 4 bytes of UTF-8, rounded up) over
-// the text the model reads - every message's text content, name,
-// tool_call_id, tool call names and arguments, and the tools' names,
-// descriptions and parameter schemas - plus MessageOverheadTokens per
-// message, ReplyPrimingTokens once, and NonTextPartTokens per image, audio
-// or file part. It is a reservation, not a bill: settlement replaces it
-// with the provider's count.
-func EstimateInputTokens(req *chatwire.ChatRequest) int64 {
-	if req == nil {
+// the text the model reads, wherever it is in the prompt
+// (exchange.Prompt.WalkText: the system prompt, every turn's text,
+// thinking and refusals, tool uses' names and arguments, tool results,
+// text documents, and the tools' names, descriptions and schemas), plus
+// the messages' names, tool results' call ids and redacted thinking's
+// data, plus MessageOverheadTokens per message (the system
+// prompt counting as one), ReplyPrimingTokens once, and NonTextPartTokens
+// per image or binary document. It is a reservation, not a bill:
+// settlement replaces it with the provider's count.
+func EstimateInputTokens(p *exchange.Prompt) int64 {
+	if p == nil {
 		return 0
 	}
 	chars, fixed := 0, int64(ReplyPrimingTokens)
-	for _, m := range req.Messages {
+	if len(p.System) > 0 {
 		fixed += MessageOverheadTokens
-		chars += len(m.Name) + len(m.ToolCallID)
-		if m.Refusal != nil {
-			chars += len(*m.Refusal)
-		}
-		if m.Content.IsParts {
-			for _, p := range m.Content.Parts {
-				switch p.Type {
-				case "text":
-					chars += len(p.Text)
-				case "refusal":
-					chars += len(p.Refusal)
-				default:
-					fixed += NonTextPartTokens
-				}
-			}
-		} else {
-			chars += len(m.Content.Text)
-		}
-		for _, tc := range m.ToolCalls {
-			chars += len(tc.Function.Name) + len(tc.Function.Arguments)
-		}
 	}
-	for _, t := range req.Tools {
-		chars += len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	for i := range p.Messages {
+		fixed += MessageOverheadTokens
+		chars += len(p.Messages[i].Name)
 	}
+	p.WalkText(func(s string) { chars += len(s) })
+	p.Walk(func(b *exchange.Block) {
+		switch {
+		case b.Type == exchange.BlockImage,
+			b.Type == exchange.BlockDocument && !strings.HasPrefix(b.MediaType, "text/"):
+			fixed += NonTextPartTokens
+		case b.Type == exchange.BlockRedactedThinking:
+			chars += len(b.Data)
+		case b.Type == exchange.BlockToolResult:
+			chars += len(b.ToolID)
+		}
+	})
 	return int64(exchange.EstimateTokens(chars)) + fixed
 }
 
@@ -106,14 +102,9 @@ func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
 		}
 		return e
 	}
-	e := Estimate{InputTokens: EstimateInputTokens(a.Chat)}
-	if a.Chat != nil {
-		switch {
-		case a.Chat.MaxCompletionTokens != nil:
-			e.RequestedOutput = int64(*a.Chat.MaxCompletionTokens)
-		case a.Chat.MaxTokens != nil:
-			e.RequestedOutput = int64(*a.Chat.MaxTokens)
-		}
+	e := Estimate{InputTokens: EstimateInputTokens(a.Prompt)}
+	if a.Prompt != nil {
+		e.RequestedOutput = int64(a.Prompt.Sampling.MaxTokens)
 	}
 	e.OutputTokens = e.RequestedOutput
 	if e.OutputTokens <= 0 {
@@ -127,8 +118,8 @@ func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
 			}
 		}
 	}
-	if a.Chat != nil && a.Chat.N != nil && *a.Chat.N > 1 {
-		e.OutputTokens *= int64(*a.Chat.N)
+	if a.Prompt != nil && a.Prompt.Output.Choices > 1 {
+		e.OutputTokens *= int64(a.Prompt.Output.Choices)
 	}
 	for _, s := range a.Steps {
 		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {

@@ -130,8 +130,8 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 		// The request was admitted for a bounded output: make the provider
 		// keep to it, or real spend could outrun the reservation.
 		perChoice := e.OutputTokens
-		if a.Chat != nil && a.Chat.N != nil && *a.Chat.N > 1 {
-			perChoice /= int64(*a.Chat.N)
+		if a.Prompt != nil && a.Prompt.Output.Choices > 1 {
+			perChoice /= int64(a.Prompt.Output.Choices)
 		}
 		a.OutputCap = int(perChoice)
 	}

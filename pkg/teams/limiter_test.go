@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
@@ -57,7 +58,11 @@ func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 		b.Fatal(err)
 	}
 	steps, _, _ := cfg.Chain(req.Model)
-	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Body: []byte(body400)}
+	prompt, _, err := chat.ToPrompt(req, []byte(body400))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Prompt: prompt, Body: []byte(body400)}
 }
 
 func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchange.Request {
@@ -70,7 +75,11 @@ func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchan
 	if !ok {
 		t.Fatalf("no route %s", req.Model)
 	}
-	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Chat: req, Body: []byte(body)}
+	prompt, _, err := chat.ToPrompt(req, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Chat: req, Prompt: prompt, Body: []byte(body)}
 }
 
 // body400 has 400 characters of content and max_tokens 1000: the estimate
@@ -500,7 +509,11 @@ func TestEstimateInputTokens(t *testing.T) {
 	// Text bytes: 16 + 25 + (11 + 16) + (6 + 5) + 8 + (11 + 18 + 17) = 133
 	// -> ceil(133/4) = 34 tokens; 5 messages x 4 + 3 priming = 23; one
 	// image part 768. Total 825.
-	if got := teams.EstimateInputTokens(req); got != 825 {
+	prompt, _, err := chat.ToPrompt(req, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := teams.EstimateInputTokens(prompt); got != 825 {
 		t.Fatalf("estimate %d, want 825", got)
 	}
 }

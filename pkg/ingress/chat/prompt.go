@@ -281,7 +281,7 @@ func (c *toPrompt) content(p string, ct chatwire.Content) ([]exchange.Block, err
 				return nil, invalid(pp+".image_url", "%s.image_url: must be an object with a url", pp)
 			}
 			b.Type, b.Detail = exchange.BlockImage, part.ImageURL.Detail
-			if err := media(&b, part.ImageURL.URL, pp+".image_url.url"); err != nil {
+			if err := Media(&b, part.ImageURL.URL, pp+".image_url.url"); err != nil {
 				return nil, err
 			}
 		case "file":
@@ -291,7 +291,7 @@ func (c *toPrompt) content(p string, ct chatwire.Content) ([]exchange.Block, err
 				continue
 			}
 			b.Type, b.FileName = exchange.BlockDocument, f.Get("filename").Str
-			if err := media(&b, f.Get("file_data").Str, pp+".file.file_data"); err != nil {
+			if err := Media(&b, f.Get("file_data").Str, pp+".file.file_data"); err != nil {
 				return nil, err
 			}
 		default:
@@ -303,10 +303,10 @@ func (c *toPrompt) content(p string, ct chatwire.Content) ([]exchange.Block, err
 	return out, nil
 }
 
-// media fills an image or document block from a URL: a base64 data URL
+// Media fills an image or document block from a URL: a base64 data URL
 // becomes bytes and a media type, any other URL is kept for the upstream
 // to fetch. It is the gateway's one data-URL parser.
-func media(b *exchange.Block, u, param string) error {
+func Media(b *exchange.Block, u, param string) error {
 	rest, ok := strings.CutPrefix(u, "data:")
 	if !ok {
 		if u == "" {

@@ -104,9 +104,7 @@ func TestDecodeFillsTheRequest(t *testing.T) {
 // named on the request, so that translating targets refuse the attempt.
 func TestDecodeMarksNativeOnlyFeatures(t *testing.T) {
 	for _, tc := range []struct{ name, in, param, feature string }{
-		{"web_search tool", `{"model":"m","input":"x","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}`, "tools[1]", "the web_search tool"},
-		{"custom tool", `{"model":"m","input":"x","tools":[{"type":"custom","name":"apply_patch"}]}`, "tools[0]", "the custom tool"},
-		{"tool_search tool", `{"model":"m","input":"x","tools":[{"type":"tool_search"}]}`, "tools[0]", "the tool_search tool"},
+		{"tool inside a namespace", `{"model":"m","input":"x","tools":[{"type":"namespace","name":"ns","tools":[{"type":"web_search"}]}]}`, "tools[0].tools[0]", "the web_search tool"},
 		{"previous_response_id", `{"model":"m","previous_response_id":"resp_1","input":"x"}`, "previous_response_id", "does not store conversations"},
 		{"previous_response_id without input", `{"model":"m","previous_response_id":"resp_1"}`, "previous_response_id", "previous_response_id"},
 		{"conversation", `{"model":"m","conversation":"conv_1","input":"x"}`, "conversation", "does not store conversations"},
@@ -115,7 +113,9 @@ func TestDecodeMarksNativeOnlyFeatures(t *testing.T) {
 		{"unknown item type", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"custom_tool_call","call_id":"c","name":"n","input":"i"}]}`, "input[1]", "custom_tool_call"},
 		{"image by file id", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input[0].content[0]", "file_id"},
 		{"built-in tool choice", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice", "web_search_preview"},
-		{"image in tool output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input[0].output[0]", "input_image"},
+		{"allowed_tools choice", `{"model":"m","input":"x","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`, "tool_choice", "allowed_tools"},
+		{"file by file id", `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_1"}]}]}`, "input[0].content[0]", "file_id"},
+		{"file id in tool output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","file_id":"f"}]}]}`, "input[0].output[0]", "file_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := decode(t, tc.in)
@@ -151,6 +151,10 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		{"content a number", `{"model":"m","input":[{"role":"user","content":5}]}`, "input[0].content", "string or an array"},
 		{"text part without text", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text"}]}]}`, "input[0].content[0].text", "needs text"},
 		{"image without url", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]}`, "input[0].content[0].image_url", "needs image_url"},
+		{"image bad data url", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png,AAAA"}]}]}`, "input[0].content[0].image_url", "data URL"},
+		{"file bad base64", `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_data":"%%%","filename":"a.pdf"}]}]}`, "input[0].content[0].file_data", "base64"},
+		{"custom tool without name", `{"model":"m","input":"x","tools":[{"type":"custom"}]}`, "tools[0].name", "needs name"},
+		{"tool_choice unknown custom", `{"model":"m","input":"x","tool_choice":{"type":"custom","name":"g"},"tools":[{"type":"function","name":"g"}]}`, "tool_choice", "not in tools"},
 		{"function_call without call_id", `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, "input[0].call_id", "call_id"},
 		{"function_call without name", `{"model":"m","input":[{"type":"function_call","call_id":"c"}]}`, "input[0].name", "name"},
 		{"output without call_id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id", "call_id"},

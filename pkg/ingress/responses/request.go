@@ -63,6 +63,9 @@ type wireItem struct {
 	Arguments *string         `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
 	Namespace string          `json:"namespace"`
+	// Summary and EncryptedContent are a reasoning item's.
+	Summary          json.RawMessage `json:"summary"`
+	EncryptedContent string          `json:"encrypted_content"`
 }
 
 // wirePart is one content part of a message or a function_call_output.
@@ -115,10 +118,13 @@ var knownFields = func() map[string]bool {
 	return m
 }()
 
-// decoded is a validated request: its wire view, its canonical chat form,
-// and the first feature only a native upstream can honour.
+// decoded is a validated request: its wire view, its canonical Prompt and
+// the first feature the Prompt cannot carry (lost), and its retiring chat
+// form with the first feature that form cannot carry (native).
 type decoded struct {
 	wire   wireRequest
+	prompt *exchange.Prompt
+	lost   []exchange.Feature
 	chat   *chatwire.ChatRequest
 	native []exchange.Feature
 }
@@ -127,8 +133,8 @@ func bad(param, format string, args ...any) error {
 	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
 }
 
-// decode validates a Responses API request body and translates it into the
-// canonical chat form. Every failure is an invalid_request *gwerr.Error
+// decode validates a Responses API request body and decodes it into the
+// canonical Prompt (and the retiring chat form). Every failure is an invalid_request *gwerr.Error
 // naming the field.
 func decode(body []byte) (*decoded, error) {
 	keys, err := chatwire.CheckObject(body, 0)
@@ -152,6 +158,9 @@ func decode(body []byte) (*decoded, error) {
 		return nil, decodeError("", err)
 	}
 	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	if d.prompt, d.lost, err = toPrompt(&d.wire, d.native); err != nil {
 		return nil, err
 	}
 	if err := d.translate(); err != nil {

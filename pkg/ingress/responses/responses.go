@@ -2,14 +2,16 @@
 // /v1/responses), the API of Codex CLI, the AI SDK's and the Agents SDK's
 // default OpenAI models.
 //
-// Decode validates the request and translates it into the canonical chat
-// form (see translate.go); the client's bytes are kept, so an upstream that
-// speaks the Responses API natively receives them with only the model
-// rewritten. Features a translation cannot honour (built-in tools, stored
-// conversations) are recorded as exchange.Request.Untranslated: a translating
-// target refuses the attempt and the failover engine tries the next, and
-// only when no target can serve it does the client get a 400 naming the
-// feature and the target.
+// Decode validates the request and decodes it into the canonical Prompt
+// (see prompt.go; translate.go still builds the retiring chat form); the
+// client's bytes are kept, so an upstream that speaks the Responses API
+// natively receives them with only the model rewritten. What a Prompt
+// cannot carry (stored conversations, files by id) is recorded as
+// exchange.Request.Untranslated: a translating target refuses the attempt
+// and the failover engine tries the next, and only when no target can
+// serve it does the client get a 400 naming the feature and the target.
+// What a Prompt carries but a target cannot (custom and built-in tools on
+// a chat upstream) that target's adapter refuses the same way.
 //
 // The encoder relays a native upstream's events untouched (passthrough) or
 // builds the Responses event lifecycle from canonical events (see
@@ -23,8 +25,6 @@ package responses
 
 import (
 	"net/http"
-
-	chatingress "github.com/llmgw/llmgw/pkg/ingress/chat"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -46,12 +46,10 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 	if err != nil {
 		return gwerr.As(err)
 	}
-	req.Chat, req.Body, req.Untranslated = d.chat, body, d.native
-	// The Prompt from the chat form, until this ingress decodes into it
-	// directly (what the chat form lost is in d.native already).
-	if req.Prompt, _, err = chatingress.ToPrompt(d.chat, nil); err != nil {
-		return err
-	}
+	req.Prompt, req.Chat, req.Body, req.Untranslated = d.prompt, d.chat, body, d.lost
+	// What the retiring chat form loses (built-in and custom tools, media
+	// in tool outputs, ...): refused by adapters still building from it.
+	req.ChatLost = d.native
 	req.Route, req.Stream = d.wire.Model, d.chat.Stream
 	// The Responses API always reports usage, in its terminal event.
 	req.WantsUsage = true

@@ -2,16 +2,17 @@ package gemini
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // The conversation's translation (see request.go for what is translated,
-// rejected and ignored): messages into turns of parts, and the system
-// instruction.
+// rejected and ignored): the Prompt's turns into turns of parts, and the
+// system instruction.
 
 // Gemini's roles.
 const (
@@ -23,44 +24,43 @@ const (
 // URLs Gemini reads (as fileData).
 const filesAPIPrefix = "https://generativelanguage.googleapis.com/"
 
-// messages translates the conversation and the system prompt.
-func (t *translator) messages(out *request, msgs []chatwire.Message) error {
-	names := map[string]string{} // tool call id -> function name
-	for i, m := range msgs {
-		p := fmt.Sprintf("messages[%d]", i)
+// SignaturePrefix marks a thinking block's signature as a thoughtSignature
+// Gemini made: the adapter sends the client a Gemini signature with this
+// prefix, and on the way back only a signature carrying it is returned to
+// Gemini (without it, byte-exact). Other adapters' signatures never start
+// with it, and other adapters can tell a Gemini signature by it.
+const SignaturePrefix = "gemini:"
+
+// messages translates the system prompt and the conversation.
+func (t *translator) messages(out *request, p *exchange.Prompt) error {
+	if err := t.system(out, "system", p.System); err != nil {
+		return err
+	}
+	names := map[string]string{} // tool use id -> function name
+	for i := range p.Messages {
+		m := &p.Messages[i]
+		param := fmt.Sprintf("messages[%d]", i)
 		var role string
 		var parts []part
 		var err error
 		switch m.Role {
-		case "system", "developer":
-			parts, err = t.parts(p, m.Content, false)
-			if err != nil {
+		case exchange.RoleSystem:
+			if err := t.system(out, param+".content", m.Content); err != nil {
 				return err
 			}
-			if len(parts) > 0 {
-				if out.SystemInstruction == nil {
-					out.SystemInstruction = &content{}
-				}
-				out.SystemInstruction.Parts = append(out.SystemInstruction.Parts, parts...)
-			}
 			continue
-		case "user":
-			role = roleUser
-			parts, err = t.parts(p, m.Content, true)
-		case "assistant":
+		case exchange.RoleAssistant:
 			role = roleModel
-			parts, err = t.assistant(p, m, names)
-		case "tool":
-			role = roleUser
-			parts, err = t.toolResult(p, m, names)
+			parts, err = t.assistant(param, m.Content, names)
 		default:
-			return t.unsupported(p+".role", fmt.Sprintf("role %q (legacy function calling; use tools)", m.Role))
+			role = roleUser
+			parts, err = t.user(param, m.Content, names)
 		}
 		if err != nil {
 			return err
 		}
 		if len(parts) == 0 {
-			return t.invalid(p+".content", "%s has no content; Gemini requires every turn to have at least one part", p)
+			return t.invalid(param+".content", "%s has no content; Gemini requires every turn to have at least one part", param)
 		}
 		if n := len(out.Contents); n > 0 && out.Contents[n-1].Role == role {
 			out.Contents[n-1].Parts = append(out.Contents[n-1].Parts, parts...)
@@ -75,6 +75,24 @@ func (t *translator) messages(out *request, msgs []chatwire.Message) error {
 		if out.Contents[i].Role == roleUser {
 			responsesFirst(out.Contents[i].Parts)
 		}
+	}
+	return nil
+}
+
+// system appends text blocks to the system instruction.
+func (t *translator) system(out *request, param string, blocks []exchange.Block) error {
+	for j := range blocks {
+		b := &blocks[j]
+		if b.Type != exchange.BlockText {
+			return t.unsupported(fmt.Sprintf("%s[%d]", param, j), "a non-text block in a system or developer message")
+		}
+		if b.Text == "" {
+			continue
+		}
+		if out.SystemInstruction == nil {
+			out.SystemInstruction = &content{}
+		}
+		out.SystemInstruction.Parts = append(out.SystemInstruction.Parts, part{Text: b.Text})
 	}
 	return nil
 }
@@ -97,166 +115,151 @@ func responsesFirst(ps []part) {
 	copy(ps, sorted)
 }
 
-// parts translates a message's content. Empty text is dropped. media
-// allows images, audio and files.
-func (t *translator) parts(p string, c chatwire.Content, media bool) ([]part, error) {
-	if !c.IsParts {
-		if c.Text == "" {
-			return nil, nil
-		}
-		return []part{{Text: c.Text}}, nil
-	}
-	out := make([]part, 0, len(c.Parts))
-	for j, cp := range c.Parts {
-		pp := fmt.Sprintf("%s.content[%d]", p, j)
-		switch cp.Type {
-		case "text", "refusal":
-			txt := cp.Text
-			if cp.Type == "refusal" {
-				txt = cp.Refusal
+// user translates a user turn: text, images and documents, tool results.
+func (t *translator) user(param string, blocks []exchange.Block, names map[string]string) ([]part, error) {
+	out := make([]part, 0, len(blocks))
+	for j := range blocks {
+		b := &blocks[j]
+		pp := fmt.Sprintf("%s.content[%d]", param, j)
+		switch b.Type {
+		case exchange.BlockText, exchange.BlockRefusal:
+			if b.Text != "" {
+				out = append(out, part{Text: b.Text})
 			}
-			if txt != "" {
-				out = append(out, part{Text: txt})
+		case exchange.BlockImage, exchange.BlockDocument:
+			np, err := t.media(pp, b)
+			if err != nil {
+				return nil, err
 			}
-			continue
-		}
-		if !media {
-			return nil, t.unsupported(pp, fmt.Sprintf("a %s part in a system or assistant message", cp.Type))
-		}
-		var np part
-		var err error
-		switch cp.Type {
-		case "image_url":
-			np, err = t.image(pp+".image_url.url", cp.ImageURL.URL)
-		case "input_audio":
-			np, err = t.audio(pp+".input_audio", cp.InputAudio)
-		case "file":
-			np, err = t.file(pp+".file", cp.File)
+			out = append(out, np)
+		case exchange.BlockToolResult:
+			np, err := t.toolResult(pp, b, names)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, np)
 		default:
-			return nil, t.unsupported(pp, fmt.Sprintf("content part type %q", cp.Type))
+			return nil, t.unsupported(pp, "a thinking or tool use block in a user turn")
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, np)
 	}
 	return out, nil
 }
 
-// image translates an image URL: a base64 data URL becomes inlineData, a
-// Files API URI fileData; other URLs are rejected (Gemini does not fetch
-// them).
-func (t *translator) image(p, u string) (part, error) {
-	if strings.HasPrefix(u, "data:") {
-		mt, data, ok := parseDataURL(u)
-		if !ok {
-			return part{}, t.invalid(p, "%s is a data URL that is not base64 (want data:<media type>;base64,<data>)", p)
+// media translates an image or a document: bytes become inlineData, a
+// Files API URI fileData; other URLs are unsupported (Gemini does not fetch
+// them). A document's citations, title or context are refused, or dropped
+// with the document kept.
+func (t *translator) media(pp string, b *exchange.Block) (part, error) {
+	if b.Type == exchange.BlockDocument {
+		switch {
+		case b.AskCitations:
+			if err := t.refuse("citations", pp+".citations", "citations on a document"); err != nil {
+				return part{}, err
+			}
+		case b.Title != "" || b.Context != "":
+			if err := t.refuse("document_context", pp, "a document's title or context"); err != nil {
+				return part{}, err
+			}
 		}
-		return part{InlineData: &blob{MimeType: mt, Data: data}}, nil
 	}
-	if strings.HasPrefix(u, filesAPIPrefix) {
-		return part{FileData: &fileData{FileURI: u}}, nil
+	switch {
+	case len(b.Data) > 0:
+		return part{InlineData: &blob{MimeType: b.MediaType, Data: base64.StdEncoding.EncodeToString(b.Data)}}, nil
+	case strings.HasPrefix(b.URL, filesAPIPrefix):
+		return part{FileData: &fileData{MimeType: b.MediaType, FileURI: b.URL}}, nil
 	}
-	if l := strings.ToLower(u); strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://") {
-		return part{}, t.unsupported(p, "an image at an http(s) URL (send it as a base64 data URL; Gemini reads only inline data and Files API URIs)")
+	what := "an image"
+	if b.Type == exchange.BlockDocument {
+		what = "a document"
 	}
-	return part{}, t.invalid(p, "%s must be a base64 data URL or a Files API URI", p)
+	return part{}, t.unsupported(pp, what+" at an http(s) URL (send its bytes; Gemini reads only inline data and Files API URIs)")
 }
 
-// audio translates an input_audio part ({data, format}).
-func (t *translator) audio(p string, raw json.RawMessage) (part, error) {
-	var a struct {
-		Data   string `json:"data"`
-		Format string `json:"format"`
+// assistant translates a model turn: text, thought parts, function calls.
+// A Gemini signature goes on the part that follows its thinking block;
+// the first function call without one gets the placeholder.
+func (t *translator) assistant(param string, blocks []exchange.Block, names map[string]string) ([]part, error) {
+	var out []part
+	sig := ""       // a Gemini signature waiting for its part
+	signed := false // a function call of this turn carries a signature
+	for j := range blocks {
+		b := &blocks[j]
+		pp := fmt.Sprintf("%s.content[%d]", param, j)
+		var np part
+		switch b.Type {
+		case exchange.BlockText, exchange.BlockRefusal:
+			if b.Text == "" {
+				continue
+			}
+			np = part{Text: b.Text}
+		case exchange.BlockThinking:
+			s, ok := strings.CutPrefix(b.Signature, SignaturePrefix)
+			if !ok {
+				continue // another provider's reasoning: Gemini cannot read it
+			}
+			if b.Text != "" {
+				out = append(out, part{Text: b.Text, Thought: true})
+			}
+			sig = s
+			continue
+		case exchange.BlockRedactedThinking:
+			continue
+		case exchange.BlockToolUse:
+			if b.ToolName == "" {
+				return nil, t.invalid(pp, "%s needs a function name", pp)
+			}
+			args := bytes.TrimSpace(b.Input)
+			if len(args) == 0 {
+				args = []byte("{}")
+			}
+			if !json.Valid(args) || args[0] != '{' {
+				return nil, t.invalid(pp+".input", "%s: the tool call's arguments are not a JSON object", pp)
+			}
+			names[b.ToolID] = b.ToolName
+			np = part{FunctionCall: &functionCall{Name: b.ToolName, Args: args}}
+			if sig == "" && !signed {
+				np.ThoughtSignature = skipSignature
+			}
+			signed = true
+		default:
+			return nil, t.unsupported(pp, "an image, document or tool result in an assistant turn")
+		}
+		if sig != "" {
+			np.ThoughtSignature, sig = sig, ""
+		}
+		out = append(out, np)
 	}
-	if err := json.Unmarshal(raw, &a); err != nil || a.Data == "" || a.Format == "" {
-		return part{}, t.invalid(p, "%s needs data and format", p)
+	if n := len(out); sig != "" && n > 0 && out[n-1].ThoughtSignature == "" {
+		// A signature with nothing after it (Gemini sent it on the
+		// turn's last, empty part): on the last part.
+		out[n-1].ThoughtSignature = sig
 	}
-	return part{InlineData: &blob{MimeType: "audio/" + strings.ToLower(a.Format), Data: a.Data}}, nil
+	return out, nil
 }
 
-// file translates a file part given inline as a data URL.
-func (t *translator) file(p string, raw json.RawMessage) (part, error) {
-	var f struct {
-		FileData string `json:"file_data"`
-	}
-	_ = json.Unmarshal(raw, &f)
-	mt, data, ok := parseDataURL(f.FileData)
-	if !ok {
-		return part{}, t.unsupported(p, "a file part other than a base64 data URL (file_id)")
-	}
-	return part{InlineData: &blob{MimeType: mt, Data: data}}, nil
-}
-
-// parseDataURL splits data:<media type>[;params];base64,<data>.
-func parseDataURL(u string) (mediaType, data string, ok bool) {
-	rest, ok := strings.CutPrefix(u, "data:")
-	if !ok {
-		return "", "", false
-	}
-	meta, data, ok := strings.Cut(rest, ",")
-	if !ok {
-		return "", "", false
-	}
-	params := strings.Split(meta, ";")
-	if len(params) < 2 || !strings.EqualFold(params[len(params)-1], "base64") || params[0] == "" {
-		return "", "", false
-	}
-	return strings.ToLower(params[0]), data, true
-}
-
-// assistant translates an assistant turn: its text, then its tool calls as
-// functionCall parts (the first with the placeholder signature), noting
-// each call's function name for the tool messages that answer it.
-func (t *translator) assistant(p string, m chatwire.Message, names map[string]string) ([]part, error) {
-	parts, err := t.parts(p, m.Content, false)
-	if err != nil {
-		return nil, err
-	}
-	if m.Refusal != nil && *m.Refusal != "" && len(parts) == 0 {
-		parts = append(parts, part{Text: *m.Refusal})
-	}
-	for j, tc := range m.ToolCalls {
-		pp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
-		if tc.Type != "" && tc.Type != "function" {
-			return nil, t.unsupported(pp+".type", fmt.Sprintf("tool call type %q", tc.Type))
-		}
-		if tc.Function.Name == "" {
-			return nil, t.invalid(pp, "%s needs a function name", pp)
-		}
-		args := bytes.TrimSpace([]byte(tc.Function.Arguments))
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		if !json.Valid(args) || args[0] != '{' {
-			return nil, t.invalid(pp+".function.arguments", "%s.function.arguments is not a JSON object", pp)
-		}
-		names[tc.ID] = tc.Function.Name
-		np := part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: args}}
-		if j == 0 {
-			np.ThoughtSignature = skipSignature
-		}
-		parts = append(parts, np)
-	}
-	return parts, nil
-}
-
-// toolResult translates a tool message into a functionResponse part named
+// toolResult translates a tool result into a functionResponse part named
 // after the call it answers.
-func (t *translator) toolResult(p string, m chatwire.Message, names map[string]string) ([]part, error) {
-	name, ok := names[m.ToolCallID]
+func (t *translator) toolResult(p string, b *exchange.Block, names map[string]string) (part, error) {
+	name, ok := names[b.ToolID]
 	if !ok {
-		return nil, t.invalid(p+".tool_call_id", "%s answers tool call %q, which no earlier assistant message made (Gemini needs the function's name)", p, m.ToolCallID)
+		return part{}, t.invalid(p+".tool_call_id", "%s answers tool call %q, which no earlier assistant message made (Gemini needs the function's name)", p, b.ToolID)
 	}
-	for j, cp := range m.Content.Parts {
-		if cp.Type != "text" {
-			return nil, t.unsupported(fmt.Sprintf("%s.content[%d]", p, j), fmt.Sprintf("a %s part in a tool result (Gemini takes JSON results)", cp.Type))
+	var sb strings.Builder
+	for j := range b.Content {
+		c := &b.Content[j]
+		if c.Type != exchange.BlockText {
+			return part{}, t.unsupported(fmt.Sprintf("%s.content[%d]", p, j), "a non-text block in a tool result (Gemini takes JSON results)")
 		}
+		sb.WriteString(c.Text)
 	}
-	text := m.Content.PlainText()
+	text := sb.String()
 	resp := json.RawMessage(bytes.TrimSpace([]byte(text)))
-	if len(resp) == 0 || resp[0] != '{' || !json.Valid(resp) {
-		resp, _ = json.Marshal(map[string]string{"result": text})
+	key := "result"
+	if b.IsError {
+		key = "error"
 	}
-	return []part{{FunctionResponse: &functionResponse{Name: name, Response: resp}}}, nil
+	if b.IsError || len(resp) == 0 || resp[0] != '{' || !json.Valid(resp) {
+		resp, _ = json.Marshal(map[string]string{key: text})
+	}
+	return part{FunctionResponse: &functionResponse{Name: name, Response: resp}}, nil
 }

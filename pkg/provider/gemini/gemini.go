@@ -1,6 +1,6 @@
 // Package gemini is the adapter for Google's native Gemini API (provider
-// kind "gemini"). It translates the request's canonical form (the OpenAI
-// chat shape, exchange.Request.Chat) into a generateContent request (see
+// kind "gemini"). It translates the request's canonical form
+// (exchange.Prompt) into a generateContent request (see
 // request.go for what is translated, rejected and ignored), sends it to
 // {base_url}/models/{model}:generateContent, or
 // :streamGenerateContent?alt=sse for a stream, with the key in the
@@ -48,6 +48,10 @@ type Adapter struct {
 
 var _ provider.Provider = (*Adapter)(nil)
 
+// ReadsPrompt implements provider.PromptReader: a translated request is
+// built from call.Prompt (never the retiring Chat form).
+func (*Adapter) ReadsPrompt() {}
+
 // New returns the adapter for provider id. base_url is the API root with
 // its version (default DefaultBaseURL); a query string is kept on every
 // call. The key goes in x-goog-api-key unless auth_header says otherwise
@@ -91,8 +95,8 @@ func (a *Adapter) endpoint(model string, stream bool) string {
 // Send implements provider.Provider. Requests Gemini cannot honour are
 // rejected with invalid_request before any network call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	tr := translator{target: a.id + "/" + call.Model(), model: call.Model()}
-	greq, err := tr.translateRequest(call.Req, call.Chat(), call.OutputLimit())
+	tr := translator{call: call, target: a.id + "/" + call.Model(), model: call.Model()}
+	greq, err := tr.translateRequest(call.Prompt(), call.OutputLimit())
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +120,11 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, statusError(a.id, resp, raw, call.Key.Secret)
 	}
 	created := timeNow().Unix()
+	signatures := greq.GenerationConfig != nil && greq.GenerationConfig.ThinkingConfig != nil && greq.GenerationConfig.ThinkingConfig.IncludeThoughts
 	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		return newSSEStream(a.id, resp.Body, len(body), created, &call.Req.Trace), nil
+		s := newSSEStream(a.id, resp.Body, len(body), created, &call.Req.Trace)
+		s.t.signatures = signatures
+		return s, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -131,7 +138,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		}
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	}
-	evs, u, err := translateResponse(a.id, data, len(body), created)
+	evs, u, err := translateResponse(a.id, data, len(body), created, signatures)
 	if err != nil {
 		return nil, err
 	}

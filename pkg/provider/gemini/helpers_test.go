@@ -97,16 +97,30 @@ func newTestAdapter(t *testing.T, f *fakeAPI) *Adapter {
 	return a
 }
 
-// newCall parses a chat body into an attempt at model gemini-test.
+// newCall parses a chat body into an attempt at model gemini-test, as the
+// chat ingress decodes it (its Prompt and what that cannot carry).
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
 	r, err := chatwire.Parse([]byte(body), chatwire.Limits{})
 	if err != nil {
 		t.Fatalf("parse %s: %v", body, err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Chat: r, Body: []byte(body), Stream: r.Stream, WantsUsage: r.WantsUsage()}
+	prompt, lost, err := chat.ToPrompt(r, []byte(body))
+	if err != nil {
+		t.Fatalf("prompt of %s: %v", body, err)
+	}
+	rq := &exchange.Request{API: exchange.Chat, Prompt: prompt, Untranslated: lost, Body: []byte(body), Stream: r.Stream, WantsUsage: r.WantsUsage()}
 	return &provider.Call{Req: rq, Step: config.Step{ID: "g/gemini-test", Provider: "g", Model: "gemini-test", MaxTokens: 4096},
 		Key: keyledger.Key{Secret: testKey}}
+}
+
+// send is the attempt as the provider registry makes it: what the Prompt
+// could not carry is refused before the adapter runs.
+func send(a *Adapter, call *provider.Call) (provider.Stream, error) {
+	if err := provider.RefuseUntranslated(call.Req, call.Step.ID, false); err != nil {
+		return nil, err
+	}
+	return a.Send(context.Background(), call)
 }
 
 // collect reads a stream to its end: every event (cloned) and the error
@@ -170,7 +184,7 @@ func compact(b []byte) string {
 func wire(t *testing.T, body string) []byte {
 	t.Helper()
 	f := newFakeAPI(t, serveJSON(200, okResponse))
-	if _, err := newTestAdapter(t, f).Send(context.Background(), newCall(t, body)); err != nil {
+	if _, err := send(newTestAdapter(t, f), newCall(t, body)); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	reqs := f.requests()

@@ -34,15 +34,13 @@ func TestTranslateRequest(t *testing.T) {
 			{"type":"image_url","image_url":{"url":"https://generativelanguage.googleapis.com/v1beta/files/abc123"}}]}]}`,
 			`{"contents":[{"role":"user","parts":[{"text":"What is this?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}},
 			{"fileData":{"fileUri":"https://generativelanguage.googleapis.com/v1beta/files/abc123"}}]}]}`},
-		{"audio_and_pdf_inline", `{"model":"m","messages":[{"role":"user","content":[
-			{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},
+		{"pdf_inline", `{"model":"m","messages":[{"role":"user","content":[
 			{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}]}`,
-			`{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"audio/wav","data":"UklGRg=="}},
-			{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}}]}]}`},
+			`{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}}]}]}`},
 		{"tools_definition", `{"model":"m","tools":[` + weatherTool + `,{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}],` + hi + `}`,
 			`{` + hiWire + `,"tools":[{"functionDeclarations":[` + weatherDecl + `,{"name":"get_time"}]}]}`},
-		{"tool_choice_auto", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"auto",` + hi + `}`,
-			`{` + hiWire + `,"tools":[{"functionDeclarations":[` + weatherDecl + `]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
+		{"tool_choice_auto_is_the_default", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"auto",` + hi + `}`,
+			`{` + hiWire + `,"tools":[{"functionDeclarations":[` + weatherDecl + `]}]}`},
 		{"tool_choice_none", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"none",` + hi + `}`,
 			`{` + hiWire + `,"tools":[{"functionDeclarations":[` + weatherDecl + `]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`},
 		{"tool_choice_required_is_any", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"required",` + hi + `}`,
@@ -103,7 +101,7 @@ func TestTranslateRequest(t *testing.T) {
 func TestTranslateRequestTargetSpecifics(t *testing.T) {
 	tr := translator{target: "g/gemini-3-pro-preview", model: "gemini-3-pro-preview"}
 	call := newCall(t, `{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"Hi"}]}`)
-	out, err := tr.translateRequest(call.Req, call.Req.Chat, 0)
+	out, err := tr.translateRequest(call.Req.Prompt, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +137,14 @@ func TestTranslateRejects(t *testing.T) {
 		{"unknown_field", `{"model":"m","prediction":{"type":"content","content":"x"},` + hi + `}`, "prediction"},
 		{"legacy_functions", `{"model":"m","functions":[{"name":"f"}],` + hi + `}`, "functions"},
 		{"parallel_tool_calls_false", `{"model":"m",` + tool + `,"parallel_tool_calls":false,` + hi + `}`, "parallel_tool_calls"},
-		{"image_http_url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}`, "messages[0].content[0].image_url.url"},
-		{"file_id", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file"},
-		{"system_image", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]},{"role":"user","content":"Hi"}]}`, "messages[0].content[0]"},
+		// Params name the canonical Prompt's place (its system prompt apart,
+		// a turn's tool results as blocks of the turn).
+		{"image_http_url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}`, "messages[0].content[0]"},
+		{"file_id", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"audio_input", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}]}]}`, "messages[0].content[0].type"},
+		{"system_image", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]},{"role":"user","content":"Hi"}]}`, "system[0]"},
 		{"tool_result_image", `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
-			{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"seen"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`, "messages[2].content[1]"},
+			{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"seen"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`, "messages[2].content[0].content[1]"},
 		{"schema_oneOf", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"oneOf":[{"type":"string"},{"type":"integer"}]}}},` + hi + `}`, "response_format.json_schema.schema.oneOf"},
 		{"schema_additional_properties_schema", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{"type":"integer"}}}},` + hi + `}`, "response_format.json_schema.schema.additionalProperties"},
 		{"schema_recursive_ref", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"$ref":"#/$defs/n","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}}}}},` + hi + `}`, "response_format.json_schema.schema.properties.next.$ref"},
@@ -153,7 +154,7 @@ func TestTranslateRejects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeAPI(t, serveJSON(200, okResponse))
-			_, err := newTestAdapter(t, f).Send(context.Background(), newCall(t, c.req))
+			_, err := send(newTestAdapter(t, f), newCall(t, c.req))
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Code != provider.CodeUnsupportedFeature || ge.Param != c.param || !strings.Contains(ge.Message, "g/gemini-test") {
 				t.Fatalf("err = %#v, want unsupported_feature with param %q naming the target", err, c.param)
@@ -171,12 +172,16 @@ func TestTranslateInvalid(t *testing.T) {
 		"tool_result_without_call": `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"tool","tool_call_id":"call_9","content":"x"}]}`,
 		"only_system":              `{"model":"m","messages":[{"role":"system","content":"Be brief."}]}`,
 		"empty_assistant":          `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":""}]}`,
-		"bad_arguments":            `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`,
+		"bad_arguments":            `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := translator{target: "g/gemini-test", model: "gemini-test"}
 			c := newCall(t, req)
-			_, err := tr.translateRequest(c.Req, c.Req.Chat, 0)
+			if name == "bad_arguments" {
+				// Arguments that are not an object (as a Responses client may send them back).
+				c.Req.Prompt.Messages[1].Content[0].Input = []byte("[1]")
+			}
+			_, err := tr.translateRequest(c.Req.Prompt, 0)
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Code == provider.CodeUnsupportedFeature {
 				t.Fatalf("err = %v, want a plain invalid_request", err)

@@ -19,6 +19,8 @@ import (
 //	the first chunk (responseId, modelVersion) -> Start{ID, Name, Created: time of the call}
 //	text part                   -> Text
 //	text part with thought true -> Reasoning (thought summaries)
+//	a part's thoughtSignature   -> Signature{Text: SignaturePrefix + signature}, before the
+//	                               part's own events, when the client asked for thinking
 //	functionCall part           -> ToolCall{Index: i, ID, Name}, then ToolArgs{Index: i,
 //	                               Text: the whole args object as compact JSON, "{}" when
 //	                               absent}; i counts function calls 0, 1, 2... across the
@@ -65,6 +67,11 @@ type events struct {
 	prov     string
 	created  int64
 	reqBytes int
+
+	// signatures: send each part's thoughtSignature on as a Signature
+	// event (the client asked for thinking, so it has a block to keep it
+	// in).
+	signatures bool
 
 	started  bool
 	finished bool
@@ -134,8 +141,14 @@ func (t *events) read(r *response) error {
 	return nil
 }
 
-// part translates one part.
+// part translates one part. Its thoughtSignature, when the client asked
+// for thinking, comes first: a Signature event, SignaturePrefix and the
+// signature, which the client sends back on the thinking block that ends
+// before this part (see content.go).
 func (t *events) part(p part) {
+	if p.ThoughtSignature != "" && t.signatures {
+		t.push(exchange.Event{Kind: exchange.Signature, Text: SignaturePrefix + p.ThoughtSignature})
+	}
 	switch {
 	case p.FunctionCall != nil:
 		fc := p.FunctionCall
@@ -174,12 +187,12 @@ func (t *events) usage() exchange.TokenUsage {
 }
 
 // translateResponse turns a whole generateContent body into events.
-func translateResponse(prov string, data []byte, reqBytes int, created int64) ([]exchange.Event, exchange.TokenUsage, error) {
+func translateResponse(prov string, data []byte, reqBytes int, created int64, signatures bool) ([]exchange.Event, exchange.TokenUsage, error) {
 	var r response
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, exchange.TokenUsage{}, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: prov, Cause: err}
 	}
-	t := &events{prov: prov, created: created, reqBytes: reqBytes}
+	t := &events{prov: prov, created: created, reqBytes: reqBytes, signatures: signatures}
 	if err := t.read(&r); err != nil {
 		return nil, exchange.TokenUsage{}, err
 	}

@@ -52,6 +52,10 @@ type Adapter struct {
 
 var _ provider.Provider = (*Adapter)(nil)
 
+// ReadsPrompt implements provider.PromptReader: a translated request is
+// built from call.Prompt (never the retiring Chat form).
+func (*Adapter) ReadsPrompt() {}
+
 // New returns the adapter for provider id. client carries the transport
 // (connection pooling, connect timeout); it must not have a total Timeout,
 // streams are bounded by the failover engine's phase timeouts instead.
@@ -79,8 +83,9 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 // through byte for byte (only the model, stream usage, the output cap and
 // the target's prompt variant are rewritten), and so does a Responses API
 // request to a provider that speaks it (see responses.go); a request that
-// arrived on another API is encoded from its canonical form (with the
-// target's prompt variant), and the answer translated back into events.
+// arrived on another API is built from its canonical Prompt (with the
+// target's prompt variant, see request.go), and the answer translated back
+// into events.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
 	if a.responses && rq.API == exchange.Responses {
@@ -96,8 +101,11 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if pass {
 		variant = call.Variant() // byte-level edits of the client's body
 	} else {
-		var err error
-		if src, err = json.Marshal(a.chatForm(call.Chat())); err != nil {
+		c, err := a.chatBody(call)
+		if err != nil {
+			return nil, err
+		}
+		if src, err = json.Marshal(c); err != nil {
 			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not encode the upstream request", Provider: a.id, Cause: err}
 		}
 	}
@@ -143,20 +151,6 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		flags |= exchange.HasFinish
 	}
 	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Chat, Flags: flags, Finish: ci.FinishReason}), nil
-}
-
-// chatForm returns the canonical request as this provider receives it
-// translated: a client limit given as max_completion_tokens goes in
-// max_tokens unless the provider is configured for max_completion_tokens
-// (options.max_tokens_field), the widest support. The shared request is
-// never modified.
-func (a *Adapter) chatForm(c *chatwire.ChatRequest) *chatwire.ChatRequest {
-	if a.maxTokensField == "max_completion_tokens" || c.MaxCompletionTokens == nil || c.MaxTokens != nil {
-		return c
-	}
-	cc := *c
-	cc.MaxTokens, cc.MaxCompletionTokens = c.MaxCompletionTokens, nil
-	return &cc
 }
 
 // usageOf maps OpenAI usage to the gateway's.

@@ -14,7 +14,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // A Responses stream as OpenAI sends it (abridged objects).
@@ -172,9 +171,9 @@ func TestResponsesToChatOnlyProviderIsTranslatedToChat(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
 	})
-	n := 64
 	call := responsesCall(`{"model":"r","input":"x","max_output_tokens":64}`, false, 0)
-	call.Req.Chat = &chatwire.ChatRequest{Model: "r", MaxCompletionTokens: &n, Messages: []chatwire.Message{{Role: "user", Content: chatwire.Content{Text: "x"}}}}
+	call.Req.Prompt = &exchange.Prompt{Sampling: exchange.Sampling{MaxTokens: 64},
+		Messages: []exchange.Message{{Role: exchange.RoleUser, Content: []exchange.Block{{Type: exchange.BlockText, Text: "x"}}}}}
 	s, err := a.Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +192,7 @@ func TestResponsesToChatOnlyProviderIsTranslatedToChat(t *testing.T) {
 	if len(kinds) == 0 || kinds[0] != exchange.Start {
 		t.Errorf("translated events %v", kinds)
 	}
-	if *call.Req.Chat.MaxCompletionTokens != 64 || call.Req.Chat.MaxTokens != nil {
+	if call.Req.Prompt.Sampling.MaxTokens != 64 {
 		t.Error("the shared canonical request was modified")
 	}
 }

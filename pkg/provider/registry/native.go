@@ -34,7 +34,11 @@ func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.St
 	if call.Req.API == exchange.Embeddings && g.p.Kind != "bedrock" && !g.p.Speaks(string(exchange.Embeddings)) {
 		return nil, provider.Unsupported(call.Step.ID, "input", "the embeddings API (the provider does not list embeddings in apis)")
 	}
-	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, g.p.Speaks(string(call.Req.API))); e != nil {
+	native := g.p.Speaks(string(call.Req.API))
+	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, native); e != nil {
+		return nil, e
+	}
+	if e := provider.RefuseChatLost(call, g.next, native); e != nil {
 		return nil, e
 	}
 	return g.next.Send(ctx, call)
