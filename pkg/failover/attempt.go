@@ -58,7 +58,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		if ge == nil {
 			rec.Category = "client_cancelled"
 			tr.Attempts = append(tr.Attempts, rec)
-			return nil, ErrClientGone
+			return nil, gwerr.ErrClientGone
 		}
 		rec.Category = ge.Category
 		tr.Attempts = append(tr.Attempts, rec)
@@ -169,8 +169,8 @@ func (r *Router) classify(ctx, actx context.Context, err error, limit time.Durat
 		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeFirstTokenTimeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
 	case errors.Is(cause, errIdle):
 		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeHeadStall, Message: "provider went silent inside the head buffer", Cause: err}, breaker.Failure
-	case errors.Is(cause, ErrDeadline):
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
+	case errors.Is(cause, gwerr.ErrDeadline):
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: gwerr.ErrDeadline}, breaker.Ignored
 	case ctx.Err() != nil:
 		return nil, breaker.Ignored
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
@@ -159,7 +160,7 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 		for i := n; i < len(crq.Trace.Attempts); i++ {
 			crq.Trace.Attempts[i].Continues = true
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			break
 		}
 		if err != nil {

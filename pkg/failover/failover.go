@@ -27,14 +27,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/retry"
 )
 
-// Cancellation causes: which timer ended an attempt, or why a request ended.
+// Cancellation causes: which timer ended an attempt. Why a request ended
+// is gwerr.ErrDeadline or gwerr.ErrClientGone.
 var (
-	// ErrDeadline is the cause the server sets on a request's soft deadline
-	// (the request timeout, or the Lambda deadline minus a margin).
-	ErrDeadline = errors.New("request deadline")
-	// ErrClientGone is returned when the client disconnected.
-	ErrClientGone = errors.New("client disconnected")
-
 	errFirstToken = errors.New("first token timeout")
 	errIdle       = errors.New("idle timeout")
 )
@@ -88,7 +83,7 @@ func (r *Router) sleep(ctx context.Context, d time.Duration) error {
 
 // Open walks the chain until a target produces its first content and
 // returns the committed Session. Every attempt and skip is appended to
-// rq.Trace. The error is ErrClientGone, or a *gwerr.Error that the client
+// rq.Trace. The error is gwerr.ErrClientGone, or a *gwerr.Error that the client
 // should see.
 func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, error) {
 	tr := &rq.Trace
@@ -115,7 +110,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			}
 			return s, nil
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			return nil, err
 		}
 		ge := gwerr.As(err)
@@ -127,7 +122,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			continue
 		}
 		last = ge
-		if errors.Is(err, ErrDeadline) || !last.Category.Fallback() {
+		if errors.Is(err, gwerr.ErrDeadline) || !last.Category.Fallback() {
 			return nil, last
 		}
 	}
@@ -210,11 +205,11 @@ attempts:
 		if err == nil {
 			return s, nil
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			return nil, err
 		}
 		last = gwerr.As(err)
-		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
+		if errors.Is(err, gwerr.ErrDeadline) || !last.Category.Retryable() {
 			return nil, last
 		}
 	}
@@ -241,8 +236,8 @@ func (r *Router) allow(ctx context.Context, step config.Step) (doneFunc, error) 
 
 // endErr is the error for a request whose own context ended.
 func endErr(ctx context.Context) error {
-	if errors.Is(context.Cause(ctx), ErrDeadline) {
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}
+	if errors.Is(context.Cause(ctx), gwerr.ErrDeadline) {
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: gwerr.ErrDeadline}
 	}
-	return ErrClientGone
+	return gwerr.ErrClientGone
 }

@@ -50,7 +50,7 @@ func (s *Session) open(r *Router, ctx context.Context, rq *exchange.Request, dep
 }
 
 // Next returns the next event to send. io.EOF means the upstream finished
-// cleanly. ErrClientGone means the client left. Any other error is a
+// cleanly. gwerr.ErrClientGone means the client left. Any other error is a
 // *gwerr.Error for the mid-stream error event: category interrupted, or
 // timeout when the idle gap or the request deadline ran out. On a route
 // with continuation, a cut stream is continued when a target can (see
@@ -106,10 +106,10 @@ func (s *Session) midStream(err error) error {
 	case errors.Is(cause, errIdle):
 		s.fault = true
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "provider sent nothing for " + s.idle.String(), Provider: s.Step.Provider, Cause: err}
-	case errors.Is(cause, ErrDeadline):
+	case errors.Is(cause, gwerr.ErrDeadline):
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline reached before the stream finished", Provider: s.Step.Provider, Cause: err}
 	case s.ctx.Err() != nil:
-		return ErrClientGone
+		return gwerr.ErrClientGone
 	}
 	s.fault = true
 	ge := gwerr.As(err)

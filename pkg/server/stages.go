@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/stage"
@@ -114,7 +113,7 @@ func (x *exchangeState) moderated(ctx context.Context, src stage.Source) stage.S
 
 // refuse answers with err before anything was sent.
 func (x *exchangeState) refuse(err error) {
-	if errors.Is(err, failover.ErrClientGone) {
+	if errors.Is(err, gwerr.ErrClientGone) {
 		x.rec.Outcome, x.rec.Status = "client_cancelled", 499
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // Source yields the events of one committed response: a failover session,
 // a cache replay, or a stage wrapping one of them (a pacer, a hold).
 //
-// Next returns io.EOF after a clean end, failover.ErrClientGone when the
+// Next returns io.EOF after a clean end, gwerr.ErrClientGone when the
 // client left, or a *gwerr.Error for the API's mid-stream error. Events may
 // point into the source's buffers: they are valid until the next call to
 // Next (exchange.Event.Clone keeps one). End must be called exactly once,
