@@ -34,6 +34,9 @@ type Session struct {
 	wantUsage bool
 	fault     bool // the upstream failed mid-stream: the breaker hears of it
 	ended     bool // the upstream already ended cleanly: only the head is left
+	// pending is a read still in flight when the head buffer's duration
+	// ran out: its result comes after the head.
+	pending chan read
 	endOnce   sync.Once
 
 	// cont is the mid-stream continuation state (nil: the route does not
@@ -70,7 +73,7 @@ func (s *Session) Next() (exchange.Event, error) {
 		// blocked on a slow client (back-pressure) no Next is pending and
 		// the provider must not be blamed for the gap.
 		s.wd.Reset(s.idle)
-		ev, err := s.stream.Next()
+		ev, err := s.read()
 		s.wd.Stop()
 		if err != nil {
 			merr := s.midStream(err)
@@ -90,6 +93,16 @@ func (s *Session) Next() (exchange.Event, error) {
 		s.cont.track(&ev)
 		return ev, nil
 	}
+}
+
+// read is the upstream's next event: the read in flight first, if any.
+func (s *Session) read() (exchange.Event, error) {
+	if p := s.pending; p != nil {
+		s.pending = nil
+		r := <-p
+		return r.ev, r.err
+	}
+	return s.stream.Next()
 }
 
 // Buffered reports whether Next returns at once: events read before the
@@ -137,6 +150,9 @@ func (s *Session) End(err error) {
 	s.endOnce.Do(func() {
 		s.wd.Stop()
 		s.cancel(nil)
+		if s.pending != nil {
+			<-s.pending // ended by the cancel; never close under a read
+		}
 		s.stream.Close()
 		switch {
 		case err == nil || err == io.EOF:

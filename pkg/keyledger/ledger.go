@@ -253,28 +253,65 @@ func (l *Ledger) hasHeadroom(hr headroom, obs, now time.Time) bool {
 // not rate-limited and has headroom for the model. It reads the store only
 // for keys it looks at whose cache is older than CacheTTL (one caller per
 // key, bounded by StoreTimeout; concurrent callers use the cache), and
-// refreshes entries older than CacheTTL/2 in the background.
-func (l *Ledger) Pick(provider, model string) (Key, bool) {
+// refreshes entries older than CacheTTL/2 in the background. When no key
+// is usable the error is an [*UnusableError] saying when the first one is
+// usable again.
+func (l *Ledger) Pick(provider, model string) (Key, error) {
 	l.mu.Lock()
 	ks, ok := l.keys[provider]
 	l.mu.Unlock()
 	if !ok {
-		return Key{}, true
+		return Key{}, nil
 	}
 	now := l.opt.Now()
+	ue := &UnusableError{Provider: provider, Reason: ReasonMissing}
 	for _, k := range ks {
 		l.mu.Lock()
 		e := l.entryLocked(provider, k.Fingerprint)
 		l.mu.Unlock()
 		l.fresh(e, now)
 		l.mu.Lock()
-		usable := l.why(e, model, now) == ""
+		why := l.why(e, model, now)
+		at := l.usableAt(e, model, now)
 		l.mu.Unlock()
-		if usable {
-			return k, true
+		if why == "" {
+			return k, nil
+		}
+		if ue.Until.IsZero() || at.Before(ue.Until) {
+			ue.Reason, ue.Until = why, at
 		}
 	}
-	return Key{}, false
+	return Key{}, ue
+}
+
+// usableAt is when a (key, model) pair that is not usable now becomes
+// usable again: the end of its disabled stamp, of its 429 cooldown, and of
+// every low headroom dimension, the latest of them. Guarded by l.mu.
+func (l *Ledger) usableAt(e *keyEntry, model string, now time.Time) time.Time {
+	at := now
+	if now.Before(e.disabledUntil) {
+		at = e.disabledUntil
+	}
+	s := e.models[model]
+	if s == nil {
+		return at
+	}
+	at = later(at, s.until)
+	for d, lim := range s.hr {
+		min := l.opt.MinRemainingTokens
+		if dimension(d) == dimRequests {
+			min = l.opt.MinRemainingRequests
+		}
+		if !lim.known || lim.remaining > min {
+			continue
+		}
+		reset := lim.reset
+		if reset.IsZero() {
+			reset = s.obs.Add(l.opt.DefaultCooldown)
+		}
+		at = later(at, reset)
+	}
+	return at
 }
 
 // fresh makes e no older than CacheTTL if the store answers in time, and
