@@ -37,7 +37,7 @@ type Session struct {
 	// pending is a read still in flight when the head buffer's duration
 	// ran out: its result comes after the head.
 	pending chan read
-	endOnce   sync.Once
+	endOnce sync.Once
 
 	// cont is the mid-stream continuation state (nil: the route does not
 	// continue cut streams).
