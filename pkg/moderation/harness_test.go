@@ -171,7 +171,7 @@ func newWorldWith(t *testing.T, breaker string) *world {
 	layers := `endpoint: {provider: mod, timeout: 200ms}, check: {route: judge, prompt: "Block violence.", timeout: 300ms}`
 	cfg, err := config.Parse([]byte(`
 defaults: {backoff_base: 1ms, backoff_max: 2ms, attempts: 1}
-breaker: `+breaker+`
+breaker: ` + breaker + `
 providers:
   gen: {kind: openai, base_url: "` + w.gen.URL + `/v1"}
   mod: {kind: openai, base_url: "` + w.endpoint.URL + `/v1", keys: [{env: LLMGW_TEST_MODERATION_KEY}]}
