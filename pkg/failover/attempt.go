@@ -55,6 +55,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		wd.Stop()
 		idle.Stop()
 		cancel(nil)
+		rd.stopWindow()
 		if stream != nil {
 			rd.settle()
 			stream.Close()
