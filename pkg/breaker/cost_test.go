@@ -126,8 +126,8 @@ func (g *gatewayState) request(primaryUp bool) {
 		if err != nil {
 			continue
 		}
-		k, ok := g.kl.Pick("openai", target)
-		if !ok {
+		k, err := g.kl.Pick("openai", target)
+		if err != nil {
 			done(breaker.Ignored)
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
@@ -79,10 +78,10 @@ func (r *replay) wait(d time.Duration) error {
 		return nil
 	case <-r.ctx.Done():
 		r.timer.Stop()
-		if errors.Is(context.Cause(r.ctx), failover.ErrDeadline) {
-			return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline reached before the stream finished", Cause: failover.ErrDeadline}
+		if errors.Is(context.Cause(r.ctx), gwerr.ErrDeadline) {
+			return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline reached before the stream finished", Cause: gwerr.ErrDeadline}
 		}
-		return failover.ErrClientGone
+		return gwerr.ErrClientGone
 	}
 }
 

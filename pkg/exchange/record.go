@@ -14,6 +14,9 @@ type Record struct {
 	Time    time.Time `json:"time"`
 	// API is the client API the request arrived on.
 	API API `json:"api,omitempty"`
+	// Operation is what the request asked of its API when it is not a
+	// generation: [OperationCountTokens]; empty for a generation.
+	Operation string `json:"operation,omitempty"`
 	// Team is the caller's team ("anonymous" once stored, for callers
 	// without one).
 	Team string `json:"team,omitempty"`
@@ -68,6 +71,11 @@ type Record struct {
 	// target (Target) was cut; the tokens are every attempt's sum.
 	ContinuedBy []string `json:"continued_by,omitempty"`
 }
+
+// OperationCountTokens is the operation of a token-count request
+// (Record.Operation; also its key-ledger slot, keyledger.Slot): nothing is
+// generated, and its record carries no tokens.
+const OperationCountTokens = "count_tokens"
 
 // NewRecord starts the record of a request that has just arrived.
 func NewRecord(r *Request) Record {

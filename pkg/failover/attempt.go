@@ -25,8 +25,11 @@ const (
 )
 
 // attempt makes one call and reads up to the first content event or, with
-// a head buffer, to the end of the head window (see config.HeadBuffer).
-func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done doneFunc) (*Session, error) {
+// a head buffer, to the end of the head window (see config.HeadBuffer):
+// its tokens, the end of the stream, or its duration after the first
+// content - on a timer, so that a silent upstream cannot hold the head
+// past it (the read in flight then passes to the session).
+func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.Step, key keyledger.Key, done doneFunc, op *Op) (*Session, error) {
 	tr := &rq.Trace
 	start := r.now()
 	actx, cancel := context.WithCancelCause(ctx)
@@ -39,46 +42,57 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	idle.Stop()
 	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte"}
+	slot := keyledger.Slot(step.Model, op.name())
 	call := &provider.Call{Req: rq, Step: step, Key: key,
 		OnResponse: func(status int, h http.Header) {
 			rec.Status = status
-			r.Keys.Observe(step.Provider, step.Model, key, status, h)
+			r.Keys.Observe(step.Provider, slot, key, status, h)
 		}}
+	var head []exchange.Event
+	var firstAt time.Time // the first content, when holding a head
+	rd := headReader{}
 	fail := func(stream provider.Stream, err error) (*Session, error) {
 		wd.Stop()
 		idle.Stop()
 		cancel(nil)
+		rd.stopWindow()
 		if stream != nil {
+			rd.settle()
 			stream.Close()
 		}
 		ge, outcome := r.classify(ctx, actx, err, limit)
+		if ge != nil && ge.Status == http.StatusTooManyRequests && op.name() != "" {
+			outcome = breaker.Ignored // the operation's own rate limit: nothing about the target's health
+		}
 		done(outcome, 0)
 		rec.Latency = r.now().Sub(start)
 		rec.LatencyM = exchange.Millis(rec.Latency)
 		if ge == nil {
 			rec.Category = "client_cancelled"
 			tr.Attempts = append(tr.Attempts, rec)
-			return nil, ErrClientGone
+			return nil, gwerr.ErrClientGone
 		}
 		rec.Category = ge.Category
 		tr.Attempts = append(tr.Attempts, rec)
 		return nil, ge
 	}
-	stream, err := r.Providers[step.Provider].Send(actx, call)
+	stream, err := r.send(actx, call, op)
 	if err != nil {
 		return fail(nil, err)
 	}
+	rd.stream = stream
 	rec.Phase = "first_token"
 	hb := rq.Policy.HeadBuffer
 	if !rq.Stream {
 		hb = nil
 	}
-	var head []exchange.Event
-	var firstAt time.Time // the first content, when holding a head
 	tokens := 0
 	answered, ended := false, false
 	for {
-		ev, err := stream.Next()
+		ev, err := rd.next()
+		if err == errHeadElapsed {
+			break // the head window is over: what is held goes out now
+		}
 		if err == io.EOF {
 			// Ended without content. It is still an answer when it stopped
 			// for length or a content filter, or spent output tokens (on
@@ -109,6 +123,9 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 				// window a silence longer than the idle timeout is a stall.
 				firstAt, rec.Phase = r.now(), "head"
 				wd.Stop()
+				if hb.Duration > 0 {
+					rd.startWindow(hb.Duration.D())
+				}
 			}
 			tokens += contentTokens(&ev)
 			if hb.Tokens > 0 && tokens >= hb.Tokens || hb.Duration > 0 && r.now().Sub(firstAt) >= hb.Duration.D() {
@@ -123,7 +140,10 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		}
 	}
 	wd.Stop()
-	idle.Stop()
+	if rd.pending == nil {
+		idle.Stop() // a read in flight stays under the idle timer
+	}
+	rd.stopWindow()
 	rec.Latency = r.now().Sub(start)
 	rec.LatencyM = exchange.Millis(rec.Latency)
 	rec.Phase = ""
@@ -134,7 +154,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	}
 	return &Session{
 		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: idleD, done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: ended,
+		wd: idle, idle: idleD, done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: ended, pending: rd.pending,
 	}, nil
 }
 
@@ -169,8 +189,8 @@ func (r *Router) classify(ctx, actx context.Context, err error, limit time.Durat
 		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeFirstTokenTimeout, Message: "no first token within " + limit.String(), Cause: err}, breaker.Failure
 	case errors.Is(cause, errIdle):
 		return &gwerr.Error{Category: gwerr.Timeout, Code: CodeHeadStall, Message: "provider went silent inside the head buffer", Cause: err}, breaker.Failure
-	case errors.Is(cause, ErrDeadline):
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}, breaker.Ignored
+	case errors.Is(cause, gwerr.ErrDeadline):
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: gwerr.ErrDeadline}, breaker.Ignored
 	case ctx.Err() != nil:
 		return nil, breaker.Ignored
 	}

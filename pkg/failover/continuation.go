@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
@@ -155,11 +156,11 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 			continue // a target that cannot continue is never asked
 		}
 		n := len(crq.Trace.Attempts)
-		ns, err := c.r.tryTarget(s.ctx, crq, step)
+		ns, err := c.r.tryTarget(s.ctx, crq, step, nil)
 		for i := n; i < len(crq.Trace.Attempts); i++ {
 			crq.Trace.Attempts[i].Continues = true
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			break
 		}
 		if err != nil {
@@ -168,7 +169,7 @@ func (c *continuation) resume(s *Session) (exchange.Event, bool) {
 		c.depth, c.spent = d, spent
 		c.rq.Trace.Continued = append(c.rq.Trace.Continued, step.ID)
 		s.Step, s.stream, s.actx, s.cancel, s.wd, s.done = ns.Step, ns.stream, ns.actx, ns.cancel, ns.wd, ns.done
-		s.ended, s.fault, s.head = ns.ended, false, c.splice(ns.head)
+		s.ended, s.fault, s.head, s.pending = ns.ended, false, c.splice(ns.head), ns.pending
 		return exchange.Event{Kind: exchange.Continuation, ID: c.id, Name: c.model, Created: c.created, Text: step.ID, Stop: cut.ID}, true
 	}
 	return exchange.Event{}, false

@@ -27,14 +27,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/retry"
 )
 
-// Cancellation causes: which timer ended an attempt, or why a request ended.
+// Cancellation causes: which timer ended an attempt. Why a request ended
+// is gwerr.ErrDeadline or gwerr.ErrClientGone.
 var (
-	// ErrDeadline is the cause the server sets on a request's soft deadline
-	// (the request timeout, or the Lambda deadline minus a margin).
-	ErrDeadline = errors.New("request deadline")
-	// ErrClientGone is returned when the client disconnected.
-	ErrClientGone = errors.New("client disconnected")
-
 	errFirstToken = errors.New("first token timeout")
 	errIdle       = errors.New("idle timeout")
 )
@@ -88,9 +83,14 @@ func (r *Router) sleep(ctx context.Context, d time.Duration) error {
 
 // Open walks the chain until a target produces its first content and
 // returns the committed Session. Every attempt and skip is appended to
-// rq.Trace. The error is ErrClientGone, or a *gwerr.Error that the client
-// should see.
+// rq.Trace. The error is gwerr.ErrClientGone, or a *gwerr.Error that the
+// client should see.
 func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, error) {
+	return r.open(ctx, rq, nil)
+}
+
+// open is Open for a generation (op nil) or another operation.
+func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Session, error) {
 	tr := &rq.Trace
 	pol := rq.Policy
 	var last, unsupported *gwerr.Error
@@ -106,7 +106,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			return nil, last
 		}
 		tr.FallbackDepth = depth
-		s, err := r.tryTarget(ctx, rq, step)
+		s, err := r.tryTarget(ctx, rq, step, op)
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
 			s.open(r, ctx, rq, depth)
@@ -115,7 +115,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			}
 			return s, nil
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			return nil, err
 		}
 		ge := gwerr.As(err)
@@ -127,7 +127,7 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 			continue
 		}
 		last = ge
-		if errors.Is(err, ErrDeadline) || !last.Category.Fallback() {
+		if errors.Is(err, gwerr.ErrDeadline) || !last.Category.Fallback() {
 			return nil, last
 		}
 	}
@@ -143,55 +143,37 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 // skipped is the error for a target that was not tried at all.
 func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s", msg) }
 
-// tryTarget makes up to step.Attempts attempts at one target.
-//
-// Between attempts: a Retry-After beyond the route's cap moves on at once;
-// so does a first-token timeout (unless the route retries the same target
-// on timeouts); a key the provider refused (401/403) or rate-limited (429)
-// is replaced by the next usable key at once, which is not a retry and
-// spends no retry budget; when the provider has no other usable key, a 429
-// whose Retry-After is within the cap is waited out and the same target
-// tried again. Every other retry spends the provider's retry budget and
-// waits a jittered backoff.
-func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step) (*Session, error) {
-	pol, tr := rq.Policy, &rq.Trace
+// noKey is the error for a target skipped because the key ledger has no
+// usable key: when its keys are only set aside by rate limits (a 429
+// cooldown, exhausted headroom) it is a rate limit the client can wait out
+// (429, Retry-After: until the first key is usable again); a provider whose
+// keys were rejected is unavailable (502).
+func (r *Router) noKey(step config.Step, err error) *gwerr.Error {
+	var ue *keyledger.UnusableError
+	if errors.As(err, &ue) && ue.RateLimited() {
+		return &gwerr.Error{Category: gwerr.RateLimited, Message: "target " + step.ID + " is skipped: its provider keys are rate-limited",
+			RetryAfter: max(ue.Until.Sub(r.now()), time.Second), Cause: err}
+	}
+	return skipped("target " + step.ID + " is skipped: no usable provider key")
+}
+
+// tryTarget makes up to step.Attempts attempts at one target; between two
+// of them, again decides whether and how long to wait.
+func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step, op *Op) (*Session, error) {
+	tr := &rq.Trace
+	slot := keyledger.Slot(step.Model, op.name())
 	var last *gwerr.Error
 	lastKey := ""
-attempts:
 	for n := 1; n <= step.Attempts; n++ {
 		if n == 1 {
 			r.Budget.Request(step.Provider)
 		} else {
-			keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
-			next, ok := r.Keys.Pick(step.Provider, step.Model)
-			otherKey := ok && next.Fingerprint != "" && next.Fingerprint != lastKey // a provider without keys has no other
-			if last.RetryAfter > pol.RetryAfterCap.D() && !(keyFault && otherKey) {
-				break // the provider asks for longer than we wait: move on
+			retry, err := r.again(ctx, rq.Policy, step, slot, n, last, lastKey)
+			if err != nil {
+				return nil, err
 			}
-			if (last.Code == CodeFirstTokenTimeout || last.Code == CodeHeadStall) && !pol.RetrySameTargetOnTimeout {
-				break // a silent provider must not double the wait
-			}
-			wait := max(last.RetryAfter, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
-			switch {
-			case keyFault:
-				if otherKey {
-					wait = 0 // the next attempt uses another key: no retry budget spent
-					break
-				}
-				if last.Status != http.StatusTooManyRequests || last.RetryAfter <= 0 {
-					break // no usable key: the attempt below records the skip
-				}
-				if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
-					break attempts
-				}
-				wait = last.RetryAfter // the only key: wait out its Retry-After
-			default:
-				if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
-					break attempts
-				}
-			}
-			if err := r.sleep(ctx, wait); err != nil {
-				return nil, endErr(ctx)
+			if !retry {
+				break
 			}
 		}
 		done, err := r.allow(ctx, step)
@@ -199,26 +181,81 @@ attempts:
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
-		key, ok := r.Keys.Pick(step.Provider, step.Model)
-		if !ok {
+		key, err := r.Keys.Pick(step.Provider, slot)
+		if err != nil {
 			done(breaker.Ignored, 0)
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
-			return nil, skipped("target " + step.ID + " is skipped: no usable provider key")
+			return nil, r.noKey(step, err)
 		}
 		lastKey = key.Fingerprint
-		s, err := r.attempt(ctx, rq, step, key, done)
+		s, err := r.attempt(ctx, rq, step, key, done, op)
 		if err == nil {
 			return s, nil
 		}
-		if errors.Is(err, ErrClientGone) {
+		if errors.Is(err, gwerr.ErrClientGone) {
 			return nil, err
 		}
 		last = gwerr.As(err)
-		if errors.Is(err, ErrDeadline) || !last.Category.Retryable() {
+		if errors.Is(err, gwerr.ErrDeadline) || !last.Category.Retryable() {
 			return nil, last
 		}
 	}
 	return nil, last
+}
+
+// again decides what follows failed attempt n-1 (its error last, made with
+// the key lastKey) at the same target, and waits when it retries. false
+// gives up on the target: last is its error.
+//
+// A key the provider refused (401/403) or rate-limited (429) is replaced
+// by the next usable key at once, which is not a retry and spends no retry
+// budget. Everything else is a retry and spends the provider's retry
+// budget - whether the provider has keys or not (Bedrock's credential
+// chain): after a first-token timeout it moves on at once (unless the
+// route retries the same target on timeouts); otherwise it waits the
+// longer of a jittered backoff and the provider's hint, which on a 429 of
+// the only key is when the key ledger will let the key be used again (a
+// short Retry-After does not free a key whose token limit is spent for
+// minutes). A hint beyond the route's retry_after_cap, or a wait the
+// request's deadline would not outlast, moves on at once, with last
+// telling the client when to come back (Retry-After).
+func (r *Router) again(ctx context.Context, pol config.Policy, step config.Step, slot string, n int, last *gwerr.Error, lastKey string) (bool, error) {
+	keyFault := last.Code == provider.CodeProviderCredentials || last.Status == http.StatusTooManyRequests
+	next, perr := r.Keys.Pick(step.Provider, slot)
+	if keyFault && perr == nil && next.Fingerprint != "" && next.Fingerprint != lastKey {
+		if err := r.sleep(ctx, 0); err != nil { // another key: not a retry
+			return false, endErr(ctx)
+		}
+		return true, nil
+	}
+	if (last.Code == CodeFirstTokenTimeout || last.Code == CodeHeadStall) && !pol.RetrySameTargetOnTimeout {
+		return false, nil // a silent provider must not double the wait
+	}
+	hint := last.RetryAfter
+	var ue *keyledger.UnusableError
+	if errors.As(perr, &ue) {
+		if !ue.RateLimited() {
+			return true, nil // no key left at all: the attempt records the skip
+		}
+		if d := ue.Until.Sub(r.now()); d > hint {
+			hint = d
+			last.RetryAfter = d // what the client is told if we do not wait
+		}
+	}
+	if hint > pol.RetryAfterCap.D() {
+		return false, nil // the provider asks for longer than we wait: move on
+	}
+	wait := max(hint, retry.Backoff(n-1, pol.BackoffBase.D(), pol.BackoffMax.D(), r.Rand))
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+		return false, nil // the request would end while waiting
+	}
+	if !r.Budget.Retry(step.Provider, pol.RetryBudget, pol.MinRetriesPerMin) {
+		return false, nil
+	}
+	if err := r.sleep(ctx, wait); err != nil {
+		return false, endErr(ctx)
+	}
+	return true, nil
 }
 
 // doneFunc tells the breaker an attempt's outcome and, for a committed
@@ -241,8 +278,8 @@ func (r *Router) allow(ctx context.Context, step config.Step) (doneFunc, error) 
 
 // endErr is the error for a request whose own context ended.
 func endErr(ctx context.Context) error {
-	if errors.Is(context.Cause(ctx), ErrDeadline) {
-		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: ErrDeadline}
+	if errors.Is(context.Cause(ctx), gwerr.ErrDeadline) {
+		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline passed before a provider answered", Cause: gwerr.ErrDeadline}
 	}
-	return ErrClientGone
+	return gwerr.ErrClientGone
 }

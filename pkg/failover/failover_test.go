@@ -314,15 +314,15 @@ func TestEveryUpstreamResponseReachesTheKeyLedger(t *testing.T) {
 
 func TestDeadlineAndClientGone(t *testing.T) {
 	rg := newRig(map[string]script{"a": {stalls()}})
-	ctx, cancel := context.WithDeadlineCause(context.Background(), time.Now().Add(20*time.Millisecond), ErrDeadline)
+	ctx, cancel := context.WithDeadlineCause(context.Background(), time.Now().Add(20*time.Millisecond), gwerr.ErrDeadline)
 	defer cancel()
 	_, err := rg.router.Open(ctx, request(2, "a"))
-	if ge := gwerr.As(err); ge.Category != gwerr.Timeout || !errors.Is(err, ErrDeadline) {
+	if ge := gwerr.As(err); ge.Category != gwerr.Timeout || !errors.Is(err, gwerr.ErrDeadline) {
 		t.Fatalf("err %v, want the request deadline", err)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if _, err := rg.router.Open(ctx, request(2, "a")); !errors.Is(err, ErrClientGone) {
-		t.Fatalf("err %v, want ErrClientGone", err)
+	if _, err := rg.router.Open(ctx, request(2, "a")); !errors.Is(err, gwerr.ErrClientGone) {
+		t.Fatalf("err %v, want gwerr.ErrClientGone", err)
 	}
 }

@@ -147,13 +147,19 @@ type picker struct {
 	observed []int
 	// pickHook, when set, decides whether prov has a usable key now.
 	pickHook func(prov string) bool
+	// until is when a key pickHook refuses is usable again (zero: not
+	// known); providers in none have only rejected keys.
+	until time.Time
 }
 
-func (p *picker) Pick(prov, _ string) (keyledger.Key, bool) {
+func (p *picker) Pick(prov, _ string) (keyledger.Key, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.none[prov] || p.pickHook != nil && !p.pickHook(prov) {
-		return keyledger.Key{}, false
+	if p.none[prov] {
+		return keyledger.Key{}, &keyledger.UnusableError{Provider: prov, Reason: "disabled"}
+	}
+	if p.pickHook != nil && !p.pickHook(prov) {
+		return keyledger.Key{}, &keyledger.UnusableError{Provider: prov, Reason: "rate_limited", Until: p.until}
 	}
 	// A key the provider rate-limited is set aside: the next one differs.
 	n := 0
@@ -162,7 +168,7 @@ func (p *picker) Pick(prov, _ string) (keyledger.Key, bool) {
 			n++
 		}
 	}
-	return keyledger.Key{Fingerprint: fmt.Sprintf("fp-%s-%d", prov, n)}, true
+	return keyledger.Key{Fingerprint: fmt.Sprintf("fp-%s-%d", prov, n)}, nil
 }
 
 func (p *picker) Observe(_, _ string, _ keyledger.Key, status int, _ http.Header) {

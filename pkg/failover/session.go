@@ -34,7 +34,10 @@ type Session struct {
 	wantUsage bool
 	fault     bool // the upstream failed mid-stream: the breaker hears of it
 	ended     bool // the upstream already ended cleanly: only the head is left
-	endOnce   sync.Once
+	// pending is a read still in flight when the head buffer's duration
+	// ran out: its result comes after the head.
+	pending chan read
+	endOnce sync.Once
 
 	// cont is the mid-stream continuation state (nil: the route does not
 	// continue cut streams).
@@ -50,7 +53,7 @@ func (s *Session) open(r *Router, ctx context.Context, rq *exchange.Request, dep
 }
 
 // Next returns the next event to send. io.EOF means the upstream finished
-// cleanly. ErrClientGone means the client left. Any other error is a
+// cleanly. gwerr.ErrClientGone means the client left. Any other error is a
 // *gwerr.Error for the mid-stream error event: category interrupted, or
 // timeout when the idle gap or the request deadline ran out. On a route
 // with continuation, a cut stream is continued when a target can (see
@@ -70,7 +73,7 @@ func (s *Session) Next() (exchange.Event, error) {
 		// blocked on a slow client (back-pressure) no Next is pending and
 		// the provider must not be blamed for the gap.
 		s.wd.Reset(s.idle)
-		ev, err := s.stream.Next()
+		ev, err := s.read()
 		s.wd.Stop()
 		if err != nil {
 			merr := s.midStream(err)
@@ -92,6 +95,16 @@ func (s *Session) Next() (exchange.Event, error) {
 	}
 }
 
+// read is the upstream's next event: the read in flight first, if any.
+func (s *Session) read() (exchange.Event, error) {
+	if p := s.pending; p != nil {
+		s.pending = nil
+		r := <-p
+		return r.ev, r.err
+	}
+	return s.stream.Next()
+}
+
 // Buffered reports whether Next returns at once: events read before the
 // commit (the head) are waiting, or the upstream already ended
 // (stage.Buffered: the relay writes the head in one write).
@@ -106,10 +119,10 @@ func (s *Session) midStream(err error) error {
 	case errors.Is(cause, errIdle):
 		s.fault = true
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "provider sent nothing for " + s.idle.String(), Provider: s.Step.Provider, Cause: err}
-	case errors.Is(cause, ErrDeadline):
+	case errors.Is(cause, gwerr.ErrDeadline):
 		return &gwerr.Error{Category: gwerr.Timeout, Message: "request deadline reached before the stream finished", Provider: s.Step.Provider, Cause: err}
 	case s.ctx.Err() != nil:
-		return ErrClientGone
+		return gwerr.ErrClientGone
 	}
 	s.fault = true
 	ge := gwerr.As(err)
@@ -137,6 +150,9 @@ func (s *Session) End(err error) {
 	s.endOnce.Do(func() {
 		s.wd.Stop()
 		s.cancel(nil)
+		if s.pending != nil {
+			<-s.pending // ended by the cancel; never close under a read
+		}
 		s.stream.Close()
 		switch {
 		case err == nil || err == io.EOF:

@@ -52,13 +52,57 @@ func (k Key) LogValue() slog.Value { return slog.StringValue(k.Fingerprint) }
 func (k Key) GoString() string { return "keyledger.Key{" + k.Fingerprint + "}" }
 
 // Picker chooses the key for one attempt and learns from its outcome.
+//
+// The model argument names the pair's slot: a target's model for
+// generation, or [Slot] of it for an operation the provider rate-limits
+// apart (so that its 429 sets nothing aside for generation).
 type Picker interface {
-	// Pick returns the best usable key of a provider for a model. ok is
-	// false when the provider has keys but none is usable now; a provider
-	// configured without keys gets the zero Key and ok true.
-	Pick(provider, model string) (k Key, ok bool)
+	// Pick returns the best usable key of a provider for a model. The
+	// error, an [*UnusableError], says the provider has keys but none is
+	// usable now; a provider configured without keys gets the zero Key
+	// and no error.
+	Pick(provider, model string) (Key, error)
 	// Observe records an upstream response for the key that made it.
 	Observe(provider, model string, k Key, status int, h http.Header)
+}
+
+// UnusableError is Pick's answer when no key of a provider is usable now.
+type UnusableError struct {
+	// Provider is the provider id.
+	Provider string
+	// Reason is why the first key to be usable again is not usable now:
+	// "disabled" (a 401/403), "rate_limited" (a 429 cooldown),
+	// "low_headroom" (an exhausted rate limit before its reset), or
+	// [ReasonMissing] when the provider has no key in service at all.
+	Reason string
+	// Until is when that key is usable again (zero: not known, or never
+	// without a config change).
+	Until time.Time
+}
+
+// Error implements error. It names keys by nothing: no fingerprint, no
+// secret.
+func (e *UnusableError) Error() string {
+	return "no usable key for provider " + e.Provider + " (" + e.Reason + ")"
+}
+
+// RateLimited reports whether the keys are set aside by rate limits (a 429
+// cooldown or exhausted headroom) rather than rejected or missing: they
+// are usable again at Until without anyone's help.
+func (e *UnusableError) RateLimited() bool {
+	return e.Reason == "rate_limited" || e.Reason == "low_headroom"
+}
+
+// Slot is the ledger slot of an operation the provider rate-limits apart
+// from generation (Anthropic's count_tokens): the model with the
+// operation's name. An empty operation is generation: the model itself.
+// Credentials are per key, so a 401/403 in any slot disables the key for
+// every slot.
+func Slot(model, operation string) string {
+	if operation == "" {
+		return model
+	}
+	return model + "@" + operation
 }
 
 // Status describes one key for health reports.

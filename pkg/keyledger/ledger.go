@@ -201,80 +201,41 @@ func (e *keyEntry) slot(model string) *slotState {
 	return s
 }
 
-// ---- availability ----
-
-// why says why a (key, model) pair is not usable now ("" if it is).
-func (l *Ledger) why(e *keyEntry, model string, now time.Time) string {
-	if now.Before(e.disabledUntil) {
-		return "disabled"
-	}
-	s := e.models[model]
-	if s == nil {
-		return ""
-	}
-	if now.Before(s.until) {
-		return "rate_limited"
-	}
-	if !l.hasHeadroom(s.hr, s.obs, now) {
-		return "low_headroom"
-	}
-	return ""
-}
-
-// hasHeadroom reports whether every reported dimension is above its
-// threshold or past its reset. A low dimension without a reset time is
-// trusted for DefaultCooldown after it was reported.
-func (l *Ledger) hasHeadroom(hr headroom, obs, now time.Time) bool {
-	for d, lim := range hr {
-		if !lim.known {
-			continue
-		}
-		min := l.opt.MinRemainingTokens
-		if dimension(d) == dimRequests {
-			min = l.opt.MinRemainingRequests
-		}
-		if lim.remaining > min {
-			continue
-		}
-		reset := lim.reset
-		if reset.IsZero() {
-			reset = obs.Add(l.opt.DefaultCooldown)
-		}
-		if now.Before(reset) {
-			return false
-		}
-	}
-	return true
-}
-
 // ---- Pick ----
 
 // Pick implements Picker: the highest-priority key that is not disabled,
 // not rate-limited and has headroom for the model. It reads the store only
 // for keys it looks at whose cache is older than CacheTTL (one caller per
 // key, bounded by StoreTimeout; concurrent callers use the cache), and
-// refreshes entries older than CacheTTL/2 in the background.
-func (l *Ledger) Pick(provider, model string) (Key, bool) {
+// refreshes entries older than CacheTTL/2 in the background. When no key
+// is usable the error is an [*UnusableError] saying when the first one is
+// usable again.
+func (l *Ledger) Pick(provider, model string) (Key, error) {
 	l.mu.Lock()
 	ks, ok := l.keys[provider]
 	l.mu.Unlock()
 	if !ok {
-		return Key{}, true
+		return Key{}, nil
 	}
 	now := l.opt.Now()
+	ue := &UnusableError{Provider: provider, Reason: ReasonMissing}
 	for _, k := range ks {
 		l.mu.Lock()
 		e := l.entryLocked(provider, k.Fingerprint)
 		l.mu.Unlock()
 		l.fresh(e, now)
 		l.mu.Lock()
-		usable := l.why(e, model, now) == ""
+		why := l.why(e, model, now)
+		at := l.usableAt(e, model, now)
 		l.mu.Unlock()
-		if usable {
-			return k, true
+		if why == "" {
+			return k, nil
+		}
+		if ue.Until.IsZero() || at.Before(ue.Until) {
+			ue.Reason, ue.Until = why, at
 		}
 	}
-	return Key{}, false
+	return Key{}, ue
 }
 
 // fresh makes e no older than CacheTTL if the store answers in time, and

@@ -1,6 +1,7 @@
 package keyledger
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +19,8 @@ func TestLedger(t *testing.T) {
 		{Name: "HeadroomHeadersSteerPicks", Fn: testHeadroomSteers},
 		{Name: "OrdinaryResponsesDoNotWrite", Fn: testOrdinaryResponsesDoNotWrite},
 		{Name: "NoUsableKeySkipsTarget", Fn: testNoUsableKey},
+		{Name: "UnusableSaysWhenTheKeyFreesUp", Fn: testUnusableUntil},
+		{Name: "AnOperationSlotIsKeptApart", Fn: testOperationSlot},
 	})
 }
 
@@ -61,9 +64,9 @@ func hdr(kv ...string) http.Header {
 // wantPick fails unless l picks want for the model.
 func wantPick(t *testing.T, who string, l *Ledger, model string, want Key) {
 	t.Helper()
-	got, ok := l.Pick("openai", model)
-	if !ok || got.Fingerprint != want.Fingerprint || got.Secret != want.Secret {
-		t.Fatalf("%s picked %v (ok %v) for %s, want %v", who, got, ok, model, want)
+	got, err := l.Pick("openai", model)
+	if err != nil || got.Fingerprint != want.Fingerprint || got.Secret != want.Secret {
+		t.Fatalf("%s picked %v (err %v) for %s, want %v", who, got, err, model, want)
 	}
 }
 
@@ -194,13 +197,50 @@ func testNoUsableKey(t *testing.T, e *storetest.Env) {
 	a := newLedger(e, e.Store, map[string][]Key{"openai": {key1, key2}, "empty": {}}, Options{})
 	a.Observe("openai", "gpt", key1, http.StatusTooManyRequests, hdr("Retry-After", "5"))
 	a.Observe("openai", "gpt", key2, http.StatusForbidden, nil)
-	if k, ok := a.Pick("openai", "gpt"); ok {
+	if k, err := a.Pick("openai", "gpt"); err == nil {
 		t.Fatalf("picked %v although no key is usable", k)
 	}
-	if _, ok := a.Pick("empty", "gpt"); ok {
+	if _, err := a.Pick("empty", "gpt"); err == nil {
 		t.Fatal("a provider whose keys all resolved to nothing must not be usable")
 	}
-	if k, ok := a.Pick("keyless", "gpt"); !ok || k != (Key{}) {
-		t.Fatalf("a provider configured without keys: got %v %v, want the zero key", k, ok)
+	if k, err := a.Pick("keyless", "gpt"); err != nil || k != (Key{}) {
+		t.Fatalf("a provider configured without keys: got %v %v, want the zero key", k, err)
+	}
+}
+
+// An OpenAI 429 whose Retry-After is short but whose token limit is spent
+// for minutes: Pick says the key is rate-limited until the limit's reset,
+// not until the Retry-After.
+func testUnusableUntil(t *testing.T, e *storetest.Env) {
+	a := newLedger(e, e.Store, map[string][]Key{"openai": {key1}}, Options{})
+	a.Observe("openai", "gpt", key1, http.StatusTooManyRequests, hdr("Retry-After", "1",
+		"x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"))
+	_, err := a.Pick("openai", "gpt")
+	var ue *UnusableError
+	if !errors.As(err, &ue) || !ue.RateLimited() || !ue.Until.Equal(e.Now().Add(6*time.Minute)) {
+		t.Fatalf("Pick: %v (%+v), want rate-limited until the 6m reset", err, ue)
+	}
+	if strings.Contains(err.Error(), key1.Secret) || strings.Contains(err.Error(), key1.Fingerprint) {
+		t.Fatalf("the error names the key: %v", err)
+	}
+	a.Observe("openai", "gpt", key1, http.StatusUnauthorized, nil)
+	if _, err := a.Pick("openai", "gpt"); !errors.As(err, &ue) || ue.RateLimited() {
+		t.Fatalf("a disabled key: %v, want not merely rate-limited", err)
+	}
+}
+
+// A 429 in an operation's slot (count_tokens) sets nothing aside for the
+// model's generation; a 401 in it disables the key everywhere.
+func testOperationSlot(t *testing.T, e *storetest.Env) {
+	a := newLedger(e, e.Store, map[string][]Key{"openai": {key1}}, Options{})
+	count := Slot("gpt", "count_tokens")
+	a.Observe("openai", count, key1, http.StatusTooManyRequests, hdr("Retry-After", "30"))
+	if _, err := a.Pick("openai", count); err == nil {
+		t.Fatal("the count slot is usable right after its 429")
+	}
+	wantPick(t, "generation", a, "gpt", key1)
+	a.Observe("openai", count, key1, http.StatusForbidden, nil)
+	if _, err := a.Pick("openai", "gpt"); err == nil {
+		t.Fatal("a 403 in the count slot left the key usable for generation")
 	}
 }

@@ -18,86 +18,102 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/retryafter"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
 
 // maxEndpointBody caps a moderation endpoint's answer.
 const maxEndpointBody = 1 << 20
 
+// EndpointAPI is the API of a moderation endpoint call (layer one): its
+// request is built here, its answer is one whole body.
+const EndpointAPI exchange.API = "moderations"
+
 var errEndpointTimeout = errors.New("moderation endpoint timeout")
 
 // endpoint is layer one: POST <base_url>/moderations {"model", "input"},
 // answered by {"results": [{"flagged": bool, "categories": {name: bool}}]}.
 // A result blocks when it is flagged (and, when the policy lists
-// categories, one of them is set).
+// categories, one of them is set). The call goes through the failover
+// engine (env.Call) as one attempt at the target provider/model: its
+// breaker, the provider's key from the key ledger (which learns from the
+// answer), the layer's timeout; it is an attempt in the request's trace.
 func (m *Moderator) endpoint(ctx context.Context, env stage.ModerationEnv, req *exchange.Request, e *config.ModerationEndpoint, text, stageName string) (verdict, error) {
 	prov := env.Config.Providers[e.Provider]
-	start := m.now()
-	rec := exchange.Attempt{Target: e.Provider + "/" + e.Model, Stage: stageName}
-	fail := func(reason string, cat gwerr.Category) (verdict, error) {
-		rec.Category = cat
-		attempt(&req.Trace, rec, start, m.now())
-		return verdict{}, &layerError{reason}
-	}
 	u, err := url.Parse(prov.BaseURL)
 	if err != nil {
-		return fail("bad endpoint URL", gwerr.Internal)
+		attempt(&req.Trace, exchange.Attempt{Target: e.Provider + "/" + e.Model, Stage: stageName, Category: gwerr.Internal}, m.now(), m.now())
+		return verdict{}, &layerError{"bad endpoint URL"}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/moderations"
-	key, ok := env.Keys.Pick(e.Provider, e.Model)
-	if !ok {
-		return fail("no usable key for provider "+e.Provider, gwerr.Unavailable)
-	}
-	rec.Key = key.Fingerprint
-	body, _ := json.Marshal(map[string]string{"model": e.Model, "input": text})
-	cctx, cancel := context.WithTimeoutCause(ctx, e.Timeout.D(), errEndpointTimeout)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(cctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return fail("bad endpoint request", gwerr.Internal)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("User-Agent", "llmgw")
-	for k, v := range prov.Headers {
-		hr.Header.Set(k, v)
-	}
 	auth := strings.ToLower(prov.AuthHeader)
 	if auth == "" {
 		auth = "authorization"
 	}
-	provider.SetKeyHeader(hr.Header, auth, key)
 	client := m.Client
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(hr)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail("request ended", gwerr.Timeout)
+	body, _ := json.Marshal(map[string]string{"model": e.Model, "input": text})
+	id := e.Provider + "/" + e.Model
+	mreq := &exchange.Request{ID: req.ID, TraceID: req.TraceID, TraceParent: req.TraceParent, API: EndpointAPI, Start: m.now(),
+		Caller: req.Caller, Route: id, Body: body,
+		Steps:  []config.Step{{ID: id, Provider: e.Provider, Model: e.Model, Attempts: 1, FirstTokenTimeout: e.Timeout.D()}},
+		Policy: config.Policy{Attempts: 1, ResponseTimeout: e.Timeout, FirstTokenTimeout: e.Timeout}}
+	cctx, cancel := context.WithTimeoutCause(ctx, e.Timeout.D(), errEndpointTimeout)
+	defer cancel()
+	data, err := env.Call(cctx, mreq, func(ctx context.Context, call *provider.Call) ([]byte, error) {
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, &gwerr.Error{Category: gwerr.Internal, Message: "bad endpoint request", Cause: err}
 		}
-		if errors.Is(context.Cause(cctx), errEndpointTimeout) {
-			return fail("timeout after "+e.Timeout.D().String(), gwerr.Timeout)
+		provider.SetRequestHeaders(hr.Header, call, false, prov.Headers, auth)
+		resp, err := provider.Do(ctx, client, e.Provider, call, hr)
+		if err != nil {
+			return nil, err
 		}
-		return fail("transport error", gwerr.Unavailable)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxEndpointBody))
+		if err != nil {
+			return nil, provider.TransportError(ctx, e.Provider, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, provider.StatusError(e.Provider, resp.StatusCode, "", "", retryafter.Parse(resp.Header, m.now()))
+		}
+		return data, nil
+	})
+	for _, a := range mreq.Trace.Attempts {
+		a.Stage = stageName
+		req.Trace.Attempts = append(req.Trace.Attempts, a)
 	}
-	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	env.Keys.Observe(e.Provider, e.Model, key, resp.StatusCode, resp.Header)
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxEndpointBody))
-	switch {
-	case err != nil && errors.Is(context.Cause(cctx), errEndpointTimeout):
-		return fail("timeout after "+e.Timeout.D().String(), gwerr.Timeout)
-	case err != nil:
-		return fail("transport error", gwerr.Unavailable)
-	case resp.StatusCode != http.StatusOK:
-		return fail("status "+strconv.Itoa(resp.StatusCode), gwerr.Unavailable)
+	if err != nil {
+		return verdict{}, &layerError{endpointReason(ctx, cctx, err, e)}
 	}
 	v, ok := readResults(data, e.Categories)
 	if !ok {
-		return fail("malformed response", gwerr.Unavailable)
+		if n := len(req.Trace.Attempts); n > 0 {
+			req.Trace.Attempts[n-1].Category = gwerr.Unavailable
+		}
+		return verdict{}, &layerError{"malformed response"}
 	}
-	attempt(&req.Trace, rec, start, m.now())
 	return v, nil
+}
+
+// endpointReason says, safely (no body, no text), why layer one's call
+// failed.
+func endpointReason(ctx, cctx context.Context, err error, e *config.ModerationEndpoint) string {
+	ge := gwerr.As(err)
+	switch {
+	case ctx.Err() != nil:
+		return "request ended"
+	case errors.Is(context.Cause(cctx), errEndpointTimeout), ge.Category == gwerr.Timeout:
+		return "timeout after " + e.Timeout.D().String()
+	case ge.Status != 0:
+		return "status " + strconv.Itoa(ge.Status)
+	case ge.Provider == "":
+		return ge.Message // the engine's own: a skip (an open breaker, no usable key)
+	}
+	return "transport error"
 }
 
 // readResults reads a moderation response; ok is false when it is not one.

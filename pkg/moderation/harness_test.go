@@ -160,13 +160,18 @@ type world struct {
 const modKey = "sk-moderation-key-123"
 
 func newWorld(t *testing.T) *world {
+	return newWorldWith(t, "{consecutive_failures: 100000, min_requests: 100000}")
+}
+
+// newWorldWith is newWorld with the breaker settings given (YAML).
+func newWorldWith(t *testing.T, breaker string) *world {
 	t.Setenv("LLMGW_TEST_MODERATION_KEY", modKey)
 	w := &world{logs: &testkit.SyncBuffer{},
 		gen: newScripted(t, "", generatorHandler), endpoint: newScripted(t, "allow", endpointHandler), judge: newScripted(t, "allow", judgeHandler)}
 	layers := `endpoint: {provider: mod, timeout: 200ms}, check: {route: judge, prompt: "Block violence.", timeout: 300ms}`
 	cfg, err := config.Parse([]byte(`
 defaults: {backoff_base: 1ms, backoff_max: 2ms, attempts: 1}
-breaker: {consecutive_failures: 100000, min_requests: 100000}
+breaker: ` + breaker + `
 providers:
   gen: {kind: openai, base_url: "` + w.gen.URL + `/v1"}
   mod: {kind: openai, base_url: "` + w.endpoint.URL + `/v1", keys: [{env: LLMGW_TEST_MODERATION_KEY}]}

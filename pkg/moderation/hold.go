@@ -8,7 +8,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
@@ -85,7 +84,7 @@ func (m *Moderator) Output(ctx context.Context, env stage.ModerationEnv, req *ex
 			reason = "the answer is not readable as text"
 		}
 		if err := m.unchecked(ctx, env, req, names, reason); err != nil {
-			src.End(failover.ErrClientGone) // cancels the upstream; no breaker penalty
+			src.End(gwerr.ErrClientGone) // cancels the upstream; no breaker penalty
 			return nil, err
 		}
 		return h, nil // fail_open: released unchecked, the rest relayed live

@@ -44,7 +44,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
@@ -136,8 +135,8 @@ func (m *Moderator) run(ctx context.Context, env stage.ModerationEnv, req *excha
 	for _, l := range layers {
 		start := m.now()
 		v, err := l.call()
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), failover.ErrDeadline) {
-			return failover.ErrClientGone
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), gwerr.ErrDeadline) {
+			return gwerr.ErrClientGone
 		}
 		outcome := "allow"
 		switch {

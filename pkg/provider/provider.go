@@ -120,8 +120,9 @@ func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
 
 // TokenCounter is implemented by adapters whose upstream counts a request's
 // input tokens without generating (Anthropic's count_tokens). The front
-// asks the first available target of a route that has one; every other
-// route gets the gateway's estimate.
+// counts through the failover engine (failover.Router.Call): the route's
+// targets in order, a target without one passed over; a route none of
+// whose targets can count gets the gateway's estimate.
 type TokenCounter interface {
 	// CountTokens returns the upstream's count of call.Req's input tokens,
 	// or ErrCannotCount when this request cannot be counted upstream.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/requestlog"
@@ -127,7 +126,7 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 	if d, ok := parent.Deadline(); ok && d.Add(-margin).Before(deadline) {
 		deadline = d.Add(-margin)
 	}
-	return context.WithDeadlineCause(parent, deadline, failover.ErrDeadline)
+	return context.WithDeadlineCause(parent, deadline, gwerr.ErrDeadline)
 }
 
 // setGatewayHeaders sets the headers every response of the pipeline carries.

@@ -62,7 +62,7 @@ func (x *exchangeState) relay(src stage.Source) {
 			continue
 		}
 		if werr := cw.write(buf); werr != nil {
-			err = failover.ErrClientGone
+			err = gwerr.ErrClientGone
 			break
 		}
 		buf = buf[:0]
@@ -81,7 +81,7 @@ func (x *exchangeState) relay(src stage.Source) {
 		cw.write(body)
 	case err == io.EOF:
 		cw.write(enc.End(buf, u))
-	case errors.Is(err, failover.ErrClientGone):
+	case errors.Is(err, gwerr.ErrClientGone):
 		x.rec.Outcome = "client_cancelled"
 	case !stream:
 		x.fail(gwerr.As(err))

@@ -217,7 +217,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 		if in != nil {
 			h.serve(in, w, r, rid, tc)
 		} else {
-			h.count(counter, w, r, rid)
+			h.count(counter, w, r, rid, tc)
 		}
 		return
 	}

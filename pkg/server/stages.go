@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
 
@@ -79,15 +80,19 @@ func (x *exchangeState) replayHit(ctx context.Context, hit stage.CachedAnswer) {
 }
 
 // moderationEnv is what the moderation stage needs of this request's
-// runtime: the config, the failover engine, the key ledger.
+// runtime: the config and the failover engine, for its check route and
+// its endpoint calls alike.
 func (x *exchangeState) moderationEnv() stage.ModerationEnv {
-	return stage.ModerationEnv{Config: x.rt.cfg, Keys: x.h.up.Keys,
+	return stage.ModerationEnv{Config: x.rt.cfg,
 		Open: func(ctx context.Context, req *exchange.Request) (stage.Source, error) {
 			s, err := x.rt.router.Open(ctx, req)
 			if err != nil {
 				return nil, err
 			}
 			return s, nil
+		},
+		Call: func(ctx context.Context, req *exchange.Request, post func(context.Context, *provider.Call) ([]byte, error)) ([]byte, error) {
+			return x.rt.router.Call(ctx, req, failover.Op{Post: post})
 		}}
 }
 
@@ -114,7 +119,7 @@ func (x *exchangeState) moderated(ctx context.Context, src stage.Source) stage.S
 
 // refuse answers with err before anything was sent.
 func (x *exchangeState) refuse(err error) {
-	if errors.Is(err, failover.ErrClientGone) {
+	if errors.Is(err, gwerr.ErrClientGone) {
 		x.rec.Outcome, x.rec.Status = "client_cancelled", 499
 		return
 	}

@@ -12,13 +12,13 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // Source yields the events of one committed response: a failover session,
 // a cache replay, or a stage wrapping one of them (a pacer, a hold).
 //
-// Next returns io.EOF after a clean end, failover.ErrClientGone when the
+// Next returns io.EOF after a clean end, gwerr.ErrClientGone when the
 // client left, or a *gwerr.Error for the API's mid-stream error. Events may
 // point into the source's buffers: they are valid until the next call to
 // Next (exchange.Event.Clone keeps one). End must be called exactly once,
@@ -143,7 +143,12 @@ type ModerationEnv struct {
 	// Open runs a request through the failover engine (the chat-based
 	// check asks its route).
 	Open func(ctx context.Context, req *exchange.Request) (Source, error)
-	// Keys picks the moderation endpoint's provider keys and learns from
-	// its responses.
-	Keys keyledger.Picker
+	// Call runs one of the stage's own upstream calls (the moderation
+	// endpoint) through the failover engine (failover.Router.Call): req's
+	// Steps under req.Policy, with the breaker, the key ledger, the retry
+	// budget and the timeouts of every upstream call, into req.Trace. post
+	// makes one attempt with the key the ledger chose (call.Key),
+	// reports every response to call.OnResponse and returns the body of a
+	// success or a *gwerr.Error.
+	Call func(ctx context.Context, req *exchange.Request, post func(ctx context.Context, call *provider.Call) ([]byte, error)) ([]byte, error)
 }
