@@ -52,9 +52,7 @@ var motoUnsupported = map[string]bool{
 // CloudFormation's map form). Everything else deploys as synthesized.
 func motoTemplate(t *testing.T, tmpl map[string]interface{}) []byte {
 	t.Helper()
-	b, _ := json.Marshal(tmpl)
-	var doc map[string]interface{}
-	json.Unmarshal(b, &doc) // a deep copy
+	doc := deepCopy(t, tmpl)
 	res := doc["Resources"].(map[string]interface{})
 	removed := map[string]map[string]interface{}{}
 	for id, r := range res {
