@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // Traffic shifting strategies of a deploy (the trafficShifting context
@@ -91,6 +90,7 @@ func (g *Gateway) addSafeDeploy() {
 		ComparisonOperator: gt,
 	})
 	g.DeployAlarms = []awscloudwatch.Alarm{g.errorRateAlarm, fnErrors, latency}
+	role := g.deploymentRole()
 	alarms := make([]interfacesawscloudwatch.IAlarmRef, len(g.DeployAlarms))
 	for i, a := range g.DeployAlarms {
 		alarms[i] = a
@@ -104,15 +104,35 @@ func (g *Gateway) addSafeDeploy() {
 			StoppedDeployment: jsii.Bool(true),
 			DeploymentInAlarm: jsii.Bool(true),
 		},
+		Role: role.WithoutPolicyUpdates(nil), // see deploymentRole
 	})
-	cdknag.NagSuppressions_AddResourceSuppressions(g.Deployment, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-IAM4"),
-		Reason: jsii.String("CodeDeploy's service role for Lambda deployments uses the AWS-managed AWSCodeDeployRoleForLambdaLimited policy (what the CDK construct attaches): " +
-			"it may only read the deployment's alarms and update aliases of functions, the minimum CodeDeploy needs to shift and roll back traffic."),
-		AppliesTo: &[]interface{}{&cdknag.RegexAppliesTo{
-			Regex: jsii.String(`/^Policy::arn:(<AWS::Partition>|aws[a-z-]*):iam::aws:policy\/service-role\/AWSCodeDeployRoleForLambdaLimited$/`),
-		}},
-	}}, jsii.Bool(true))
+	// Its policy before its first deploy (the role is ordered by the
+	// ServiceRoleArn GetAtt already).
+	g.Deployment.Node().AddDependency(role.Node().FindChild(jsii.String("DefaultPolicy")))
+}
+
+// deploymentRole is CodeDeploy's service role for the gateway's
+// deployments: read the deploy alarms, read and move the live alias.
+// The deployment group gets it without policy updates: the construct
+// would attach the AWS-managed AWSCodeDeployRoleForLambdaLimited policy
+// (these actions on every resource, plus SNS, S3 and hook invocations the
+// stack does not use), so the role can do exactly this.
+func (g *Gateway) deploymentRole() awsiam.Role {
+	role := awsiam.NewRole(g.Stack, jsii.String("GatewayDeploymentRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("codedeploy.amazonaws.com"), nil),
+		Description: jsii.String("CodeDeploy: shifts the llmgw gateway's " + LiveAlias + " alias (" + g.Settings.Stage + ")"),
+	})
+	var alarms []*string
+	for _, a := range g.DeployAlarms {
+		alarms = append(alarms, a.AlarmArn())
+	}
+	g.addStatement(role, "ReadDeployAlarms", []string{"cloudwatch:DescribeAlarms"}, alarms, nil)
+	g.addStatement(role, "ShiftLiveAlias", []string{"lambda:GetAlias", "lambda:UpdateAlias", "lambda:GetProvisionedConcurrencyConfig"},
+		// The alias's ARN from the function's, not a Ref to the alias: the
+		// alias's update policy refers to the deployment group, which
+		// depends on this policy.
+		[]*string{g.GatewayFn.FunctionArn(), jsii.String(*g.GatewayFn.FunctionArn() + ":" + LiveAlias)}, nil)
+	return role
 }
 
 // dropRedundantRoleDependencies removes each function's DependsOn on its

@@ -84,6 +84,18 @@ func TestSafeDeploy(t *testing.T) {
 			})}),
 		}),
 	})
+	// CodeDeploy's role may read the deploy alarms and move the alias,
+	// nothing else (no managed policy: TestNoWildcardActionsOrResources).
+	for _, st := range f.bySid(t, "GatewayDeploymentRole", "ShiftLiveAlias") {
+		if got := resourcesOf(st); len(got) != 2 || got[0] != "${"+fn+".Arn}" || got[1] != "${"+fn+".Arn}:"+LiveAlias {
+			t.Errorf("ShiftLiveAlias on %v", got)
+		}
+	}
+	for _, st := range f.bySid(t, "GatewayDeploymentRole", "ReadDeployAlarms") {
+		if got := resourcesOf(st); len(got) != 3 {
+			t.Errorf("ReadDeployAlarms on %v, want the 3 deploy alarms", got)
+		}
+	}
 	f.output(t, "GatewayDeploymentGroup", map[string]interface{}{"Value": map[string]interface{}{"Ref": group}})
 
 	// A development stage deploys all at once, with the same alias, URL and
