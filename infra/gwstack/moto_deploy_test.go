@@ -133,10 +133,14 @@ func TestStackDeploysOnMotoAndServes(t *testing.T) {
 	}
 
 	// The rollup, twice: the first run drains the queue into the table;
-	// both write the same rows.
+	// the second runs while a bad SSM edit is live, on the last good config
+	// the gateway stored in the table; both write the same rows.
 	rollup := startFunction(t, filepath.Join(bins, "rollup", "bootstrap"), rollupEnv, m.env())
 	var rows [2]store.Item
 	for i := range rows {
+		if i == 1 {
+			put(configPath+"90-incident", "routes: [demo, {targets: ", ssmtypes.ParameterTypeString)
+		}
 		if status, body := rollup.invoke(t, []byte(`{"mode":"hourly"}`)); status != 200 || strings.Contains(body, "errorMessage") {
 			t.Fatalf("rollup run %d: %d %s\nstderr: %s", i+1, status, body, rollup.stderr.String())
 		}
@@ -153,6 +157,9 @@ func TestStackDeploysOnMotoAndServes(t *testing.T) {
 				t.Errorf("spill queue not drained: %d messages", n)
 			}
 		}
+	}
+	if s := rollup.stderr.String(); !strings.Contains(s, "90-incident") || !strings.Contains(s, "last good config") {
+		t.Errorf("the rollup did not report the bad edit: %s", s)
 	}
 	// Identical but for when they were computed; the spilled record counts.
 	var a, b map[string]interface{}
