@@ -5,7 +5,11 @@
 # (soak and 1,000-stream tests in their short mode; every fuzz target's seed
 # corpus, f.Add and testdata/fuzz/, runs as a plain test), a smoke run of the
 # benchmark harness, the real Codex CLI, AI SDK and Agents SDK against the
-# gateway (scripts/agents), and the CDK synthesis and cdk-nag tests.
+# gateway (scripts/agents), and the CDK tests: synthesis, cdk-nag, cfn-lint on
+# every synthesized template, and a CloudFormation deploy of the stack on a
+# moto server with the real bootstraps run against it (infra/gwstack; the
+# last two skip, saying why, when the cfn-lint or moto python3 packages are
+# missing: .ci/run installs them).
 #
 # The CDK tests (vet and test of ./infra/..., not race-instrumented) run in
 # the background while the race suite runs in the foreground: their output
@@ -58,6 +62,12 @@ if [ "${SHORT:-}" = "" ]; then
   setsid bash -c 't=$SECONDS; go vet ./infra/... && go test -count=1 -timeout 30m ./infra/...; rc=$?
     echo "(CDK tests took $((SECONDS - t))s, exit $rc)"; exit $rc' >"$LOGDIR/cdk.log" 2>&1 &
   CDK_PID=$!
+  # The lint and emulator-deploy tests skip without their tools: say so here
+  # (go test prints nothing for a skipped test).
+  command -v cfn-lint >/dev/null ||
+    phase "NOTE: cfn-lint missing (pip install cfn-lint): infra TestTemplatesPassCfnLint will SKIP"
+  python3 -c 'import moto.server' 2>/dev/null ||
+    phase "NOTE: moto missing (pip install 'moto[server]'): infra TestStackDeploysOnMotoAndServes will SKIP"
 fi
 
 # vet with -race: it compiles the dependencies exactly as the race-enabled
@@ -84,7 +94,7 @@ if [ "${SHORT:-}" = "" ]; then
   ./scripts/agents/check.sh -race >"$LOGDIR/agents.log" 2>&1 || { tail -80 "$LOGDIR/agents.log"; exit 1; }
   grep -E '^(--- |ok)|skipping:|using codex|using claude' "$LOGDIR/agents.log" || true
 
-  phase "waiting for the CDK tests (stack synthesis, cdk-nag)"
+  phase "waiting for the CDK tests (stack synthesis, cdk-nag, cfn-lint, deploy on moto)"
   cdk_rc=0
   wait "$CDK_PID" || cdk_rc=$?
   CDK_PID=

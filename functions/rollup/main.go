@@ -52,9 +52,12 @@ import (
 // loadConfig is THE place the rollup gets its config from (teams to roll
 // up, usage.ttl): $LLMGW_CONFIG_FILE, else the SSM path $LLMGW_CONFIG_PATH
 // (pkg/ssmconfig), else the demo config; the environment is read through
-// getenv.
-func loadConfig(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {
-	return usagecli.LoadConfigFrom(ctx, path, getenv)
+// getenv. From SSM it is the gateway's config: when the parameters do not
+// validate (a bad edit) or cannot be read, the error is logged and passed to
+// onError, and the last good config the gateway stored in st is used, so
+// cost reports go on during the incident the edit was made for.
+func loadConfig(ctx context.Context, path string, getenv func(string) string, st usagecli.ConfigStore, log *slog.Logger, onError func(error)) (*config.Config, error) {
+	return usagecli.LoadConfigWith(ctx, usagecli.ConfigOptions{Path: path, Getenv: getenv, LastGood: st, Log: log, OnError: onError})
 }
 
 func main() {
@@ -84,18 +87,18 @@ func runLocal(ctx context.Context, args []string, log *slog.Logger) error {
 	if *spillPath == "" {
 		*spillPath = usage.DefaultSpillFile(sf.State)
 	}
-	cfg, err := loadConfig(ctx, *cfgPath, os.Getenv)
+	st, err := sf.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg, err := loadConfig(ctx, *cfgPath, os.Getenv, st, log, nil)
 	if err != nil {
 		return err
 	}
 	if len(cfg.Teams) == 0 {
 		log.Warn("the config has no teams: only anonymous usage is rolled up; pass the gateway's -config FILE")
 	}
-	st, err := sf.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	r := usage.NewRoller(st, func() *config.Config { return cfg })
 	r.Log = log
 	now := time.Now()
@@ -214,10 +217,6 @@ func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx contex
 			if err != nil {
 				return usage.RunSummary{}, err
 			}
-			cfg, err := loadConfig(ctx, "", getenv)
-			if err != nil {
-				return usage.RunSummary{}, err
-			}
 			if st == nil {
 				table := getenv(deployment.EnvTable)
 				if table == "" {
@@ -228,6 +227,12 @@ func lambdaHandler(log *slog.Logger, getenv func(string) string) func(ctx contex
 					return usage.RunSummary{}, err
 				}
 				st = dynamo.New(client, table)
+			}
+			cfg, err := loadConfig(ctx, "", getenv, st, log, func(error) {
+				emf.Count(deployment.MetricConfigReloadErrors, 1) // the config-reload alarm
+			})
+			if err != nil {
+				return usage.RunSummary{}, err
 			}
 			from, to, _ := mode.Window(at)
 			var derr error

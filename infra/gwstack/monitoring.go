@@ -120,7 +120,7 @@ func (g *Gateway) addAlarms() {
 		Threshold:          jsii.Number(s.FallbackRateThresholdPct),
 		ComparisonOperator: gt,
 	})
-	g.alarm("ErrorRateAlarm", "5xx-rate", g.rate(MetricErrors5xx, "5xx rate (%)"), awscloudwatch.CreateAlarmOptions{
+	g.errorRateAlarm = g.alarm("ErrorRateAlarm", "5xx-rate", g.rate(MetricErrors5xx, "5xx rate (%)"), awscloudwatch.CreateAlarmOptions{
 		AlarmDescription: jsii.String(fmt.Sprintf("More than %g%% of gateway requests in 5 minutes ended in a 5xx (with at least %d requests): all targets of a route failed, or the gateway itself is failing.",
 			s.ErrorRateThresholdPct, s.AlarmMinRequests)),
 		Threshold:          jsii.Number(s.ErrorRateThresholdPct),

@@ -2,7 +2,6 @@ package gwstack
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -38,6 +37,8 @@ const (
 	CtxAlarmMinRequests           = "alarmMinRequests"
 	CtxNag                        = "nag"
 	CtxTableKMSKey                = "tableKmsKey"
+	CtxTrafficShifting            = "trafficShifting"
+	CtxLatencyThreshold           = "latencyThresholdMs"
 )
 
 // TableKMSCreate, as the tableKmsKey context value, makes the stack create
@@ -119,6 +120,14 @@ type Settings struct {
 	// holds usage records and, when a route enables the response cache,
 	// cached completions.
 	TableKMSKey string
+	// TrafficShifting is how a deploy moves the gateway's live alias to
+	// the new version: TrafficCanary, TrafficLinear or TrafficAllAtOnce
+	// (development stages); see addSafeDeploy.
+	TrafficShifting string
+	// LatencyThresholdMs alarms (and, during a deploy, rolls back) when the
+	// gateway's p99 time to first token over 5 minutes exceeds it, with at
+	// least AlarmMinRequests requests.
+	LatencyThresholdMs int
 }
 
 // DefaultSettings returns the settings used when no context is given.
@@ -138,6 +147,8 @@ func DefaultSettings() Settings {
 		ErrorRateThresholdPct:    5,
 		AlarmMinRequests:         10,
 		Nag:                      true,
+		TrafficShifting:          TrafficCanary,
+		LatencyThresholdMs:       10000,
 	}
 }
 
@@ -194,6 +205,9 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	c.float(CtxErrorRateThreshold, &s.ErrorRateThresholdPct)
 	c.integer(CtxAlarmMinRequests, &s.AlarmMinRequests)
 	c.str(CtxTableKMSKey, &s.TableKMSKey)
+	c.str(CtxTrafficShifting, &s.TrafficShifting)
+	s.TrafficShifting = strings.ToLower(s.TrafficShifting)
+	c.integer(CtxLatencyThreshold, &s.LatencyThresholdMs)
 	if v, ok := c.raw(CtxNag); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -271,6 +285,12 @@ func (s *Settings) Validate() error {
 	if k := s.TableKMSKey; k != "" && k != TableKMSCreate && !kmsKeyARN.MatchString(k) {
 		bad("tableKmsKey %q: use %q or the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<id>)", k, TableKMSCreate)
 	}
+	if _, ok := trafficShiftings[s.TrafficShifting]; !ok {
+		bad("trafficShifting %q: use %s, %s or %s", s.TrafficShifting, TrafficCanary, TrafficLinear, TrafficAllAtOnce)
+	}
+	if s.LatencyThresholdMs < 1 {
+		bad("latencyThresholdMs %d: must be >= 1", s.LatencyThresholdMs)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid settings: %s", strings.Join(errs, "; "))
 	}
@@ -299,102 +319,4 @@ func (s Settings) Retention() (awslogs.RetentionDays, error) {
 		return "", fmt.Errorf("logRetentionDays %d: CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653", s.LogRetentionDays)
 	}
 	return r, nil
-}
-
-// ctxReader converts context values, which are strings when given with -c
-// and JSON values when given in cdk.json, and collects errors.
-type ctxReader struct {
-	node constructs.Node
-	errs []string
-}
-
-func (c *ctxReader) fail(key, value, want string) {
-	c.errs = append(c.errs, fmt.Sprintf("%s=%q: want %s", key, value, want))
-}
-
-// raw returns the context value as a string, if present.
-func (c *ctxReader) raw(key string) (string, bool) {
-	v := c.node.TryGetContext(&key)
-	switch t := v.(type) {
-	case nil:
-		return "", false
-	case string:
-		return strings.TrimSpace(t), true
-	case float64:
-		if t == math.Trunc(t) {
-			return strconv.FormatInt(int64(t), 10), true
-		}
-		return strconv.FormatFloat(t, 'f', -1, 64), true
-	case bool:
-		return strconv.FormatBool(t), true
-	case []interface{}:
-		parts := make([]string, 0, len(t))
-		for _, e := range t {
-			parts = append(parts, fmt.Sprint(e))
-		}
-		return strings.Join(parts, ","), true
-	default:
-		return fmt.Sprint(t), true
-	}
-}
-
-func (c *ctxReader) str(key string, dst *string) {
-	if v, ok := c.raw(key); ok && v != "" {
-		*dst = v
-	}
-}
-
-func (c *ctxReader) integer(key string, dst *int) {
-	if v, ok := c.raw(key); ok && v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			c.fail(key, v, "an integer")
-			return
-		}
-		*dst = n
-	}
-}
-
-func (c *ctxReader) float(key string, dst *float64) {
-	if v, ok := c.raw(key); ok && v != "" {
-		f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if err != nil {
-			c.fail(key, v, "a number")
-			return
-		}
-		*dst = f
-	}
-}
-
-// duration accepts Go durations ("15m", "900s") or a bare number of seconds.
-func (c *ctxReader) duration(key string, dst *time.Duration) {
-	v, ok := c.raw(key)
-	if !ok || v == "" {
-		return
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		*dst = time.Duration(n) * time.Second
-		return
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		c.fail(key, v, "a duration such as 15m or a number of seconds")
-		return
-	}
-	*dst = d
-}
-
-// list accepts a JSON array (cdk.json) or a comma-separated string (-c).
-func (c *ctxReader) list(key string, dst *[]string) {
-	v, ok := c.raw(key)
-	if !ok {
-		return
-	}
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	*dst = out
 }

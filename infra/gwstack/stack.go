@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscodedeploy"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -53,8 +54,17 @@ type Gateway struct {
 	TableKey awskms.IKey
 	// GatewayFn serves the OpenAI-compatible API behind URL.
 	GatewayFn awslambda.Function
-	// URL is the gateway Function URL (RESPONSE_STREAM).
+	// Alias is the gateway's live alias (LiveAlias): the version in
+	// service, which the Function URL invokes.
+	Alias awslambda.Alias
+	// URL is the gateway Function URL (RESPONSE_STREAM), on Alias.
 	URL awslambda.FunctionUrl
+	// Deployment shifts Alias to a new version on a deploy
+	// (Settings.TrafficShifting) and rolls back on DeployAlarms.
+	Deployment awscodedeploy.LambdaDeploymentGroup
+	// DeployAlarms are the alarms that stop and roll back a deploy: the 5xx
+	// rate, the function error rate and the latency alarm.
+	DeployAlarms []awscloudwatch.Alarm
 	// RollupFn aggregates usage on a schedule.
 	RollupFn awslambda.Function
 	// UsageQueue keeps the usage records the table did not take
@@ -70,6 +80,7 @@ type Gateway struct {
 	Dashboard awscloudwatch.Dashboard
 
 	gatewayRole, rollupRole awsiam.Role
+	errorRateAlarm          awscloudwatch.Alarm
 	configChunks            []ConfigChunk
 	bedrockRegions          []string
 	cors                    config.CORS
@@ -117,7 +128,12 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		Env:         env,
 		Description: jsii.String(fmt.Sprintf("llmgw LLM gateway, stage %s", s.Stage)),
 	})
-	awscdk.Tags_Of(stack).Add(jsii.String("llmgw:stage"), jsii.String(s.Stage), nil)
+	// Every resource that takes tags gets the stage tag. Dashboards have no
+	// Tags property in CloudFormation (cfn-lint E3002), although the CDK
+	// construct says it is taggable.
+	awscdk.Tags_Of(stack).Add(jsii.String("llmgw:stage"), jsii.String(s.Stage), &awscdk.TagProps{
+		ExcludeResourceTypes: jsii.Strings("AWS::CloudWatch::Dashboard"),
+	})
 
 	g := &Gateway{
 		Stack:        stack,
@@ -136,9 +152,11 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 	g.grantUsageQueue()
 	g.addAlarms()
 	g.addQueueAlarms()
+	g.addSafeDeploy()
 	g.addDashboard()
 	g.addOutputs()
 	g.addNagSuppressions()
+	g.dropRedundantRoleDependencies()
 	return g, nil
 }
 
@@ -220,7 +238,8 @@ func (g *Gateway) newLogGroup(id string) awslogs.LogGroup {
 	})
 }
 
-// addGateway defines the gateway function, its Function URL and its grants.
+// addGateway defines the gateway function, its live alias, the Function
+// URL on the alias and its grants.
 func (g *Gateway) addGateway() {
 	s := g.Settings
 	g.GatewayLogs = g.newLogGroup("GatewayLogs")
@@ -252,7 +271,8 @@ func (g *Gateway) addGateway() {
 		opts.AuthType = awslambda.FunctionUrlAuthType_AWS_IAM
 	}
 	opts.Cors = g.functionURLCORS()
-	g.URL = g.GatewayFn.AddFunctionUrl(opts)
+	g.addLiveAlias()
+	g.URL = g.Alias.AddFunctionUrl(opts)
 
 	g.grantTable(role, gatewayTableActions)
 	g.grantConfigRead(role)
@@ -336,6 +356,8 @@ func (g *Gateway) addOutputs() {
 	out("ConfigPath", g.Settings.ConfigPath(), "SSM path of the gateway configuration ("+deployment.EnvConfigPath+")")
 	out("KeysPath", g.Settings.KeysPath(), "SSM path where operators create provider keys as SecureString parameters")
 	out("GatewayFunctionName", *g.GatewayFn.FunctionName(), "Gateway Lambda function")
+	out("GatewayAlias", *g.Alias.FunctionArn(), "Gateway alias in service ("+LiveAlias+"); the Function URL invokes it")
+	out("GatewayDeploymentGroup", *g.Deployment.DeploymentGroupName(), "CodeDeploy deployment group that shifts "+LiveAlias+" ("+g.Settings.TrafficShifting+") and rolls back on alarms")
 	out("GatewayLogGroup", *g.GatewayLogs.LogGroupName(), "Gateway logs (aws logs tail <name> --follow)")
 	out("RollupLogGroup", *g.RollupLogs.LogGroupName(), "Rollup logs")
 	out("UsageQueueUrl", *g.UsageQueue.QueueUrl(), "SQS queue of usage records the table did not take ("+deployment.EnvUsageQueue+"); the rollup drains it")

@@ -131,6 +131,8 @@ var fixtureContexts = map[string]map[string]interface{}{
 	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it,
 	// with an existing customer-managed key for the table.
 	"pinned": {"tableKmsKey": pinnedTableKey},
+	// allatonce: a development stage that deploys without traffic shifting.
+	"allatonce": {"trafficShifting": "all-at-once"},
 }
 
 const pinnedTableKey = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -443,11 +445,13 @@ func TestFunctionURL(t *testing.T) {
 		"AuthType":          "NONE",
 		"Cors":              assertions.Match_Absent(),
 		"TargetFunctionArn": map[string]interface{}{"Fn::GetAtt": []interface{}{f.logicalID(f.g.GatewayFn), "Arn"}},
+		"Qualifier":         LiveAlias, // the URL invokes the alias, not $LATEST
 	})
 	f.props(t, "AWS::Lambda::Permission", map[string]interface{}{
 		"Action":              "lambda:InvokeFunctionUrl",
 		"Principal":           "*",
 		"FunctionUrlAuthType": "NONE",
+		"FunctionName":        map[string]interface{}{"Ref": f.logicalID(f.g.Alias)},
 	})
 }
 
@@ -606,7 +610,7 @@ func TestLogGroups(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	f := get(t, "default")
-	f.count(t, "AWS::CloudWatch::Alarm", 8)
+	f.count(t, "AWS::CloudWatch::Alarm", 10)
 	expr := func(re string) interface{} {
 		return assertions.Match_ArrayWith(&[]interface{}{
 			assertions.Match_ObjectLike(&map[string]interface{}{"Expression": assertions.Match_StringLikeRegexp(jsii.String(re))}),
@@ -801,7 +805,7 @@ func TestContextOverrides(t *testing.T) {
 	f.propsCount(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmActions": []interface{}{topic},
 		"OKActions":    []interface{}{topic},
-	}, 8)
+	}, 10)
 	f.props(t, "AWS::CloudWatch::Alarm", map[string]interface{}{
 		"AlarmName": "llmgw-prod-fallback-rate",
 		"Threshold": 35,
@@ -958,6 +962,8 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		{"tableKmsKey": "alias/mine"},
 		{"seedConfigFile": "/nonexistent/seed.yaml"},
 		{"corsAllowedOrigins": "https://x.example.com"}, // server.cors in the seed config now
+		{"trafficShifting": "blue-green"},
+		{"latencyThresholdMs": "0"},
 	} {
 		ctx := tc
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})

@@ -87,18 +87,20 @@ func run(ctx context.Context, args []string, out io.Writer, now time.Time) error
 }
 
 func fromStore(ctx context.Context, sf usagecli.StoreFlags, cfgPath string, lo, hi time.Time, refresh bool) (*usage.Report, error) {
-	cfg, err := usagecli.LoadConfig(ctx, cfgPath)
+	st, err := sf.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	// From SSM, a config that does not validate is reported and the
+	// gateway's last good config (in the store) is used.
+	cfg, err := usagecli.LoadConfigWith(ctx, usagecli.ConfigOptions{Path: cfgPath, LastGood: st})
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Teams) == 0 {
 		fmt.Fprintln(os.Stderr, "costs: note: the config has no teams, so only anonymous usage is listed; pass the gateway's -config FILE")
 	}
-	st, err := sf.Open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
 	r := usage.NewRoller(st, func() *config.Config { return cfg })
 	if refresh {
 		if _, err := r.Run(ctx, lo, hi); err != nil {

@@ -12,7 +12,7 @@ const EnvStage = deployment.EnvStage
 // (LoadConfig), for their -h.
 var ConfigEnv = []cmdhelp.Env{
 	{Name: EnvConfigFile, About: "the gateway's config file, when -config is not given"},
-	{Name: EnvConfigPath, About: "else the SSM path of the config parameters (e.g. /llmgw/prod/config/); neither: the demo config"},
+	{Name: EnvConfigPath, About: "else the SSM path of the config parameters (e.g. /llmgw/prod/config/; while they do not validate, the gateway's last good config in the store is used and the error reported); neither: the demo config"},
 	{Name: EnvTable, About: "the DynamoDB table of -store dynamodb when -table is not given (else " + DefaultTable + ")"},
 }
 
@@ -45,7 +45,10 @@ mode comes from the rule's name ("daily" in it: daily, else hourly) and whose
 "time" is the run's clock. Hourly recomputes today and yesterday; daily (the
 close) the two days before today. The table is LLMGW_TABLE (required), the
 config comes from LLMGW_CONFIG_FILE or LLMGW_CONFIG_PATH, and a failed run
-returns its error (EventBridge retries) and emits the RollupFailures metric.`,
+returns its error (EventBridge retries) and emits the RollupFailures metric.
+A config from SSM that does not validate (a bad edit) does not stop it: the
+error is logged, ConfigReloadErrors is emitted (the config-reload alarm), and
+the last good config the gateway stored in the table is used.`,
 	Env: append([]cmdhelp.Env{
 		{Name: "AWS_LAMBDA_RUNTIME_API", About: "set by AWS Lambda: serve scheduled invocations instead of running once"},
 		{Name: EnvStage, About: "Lambda: the Stage dimension of the RollupFailures metric"},

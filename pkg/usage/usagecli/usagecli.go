@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -87,13 +88,50 @@ func (f *StoreFlags) Open(ctx context.Context) (store.Store, error) {
 
 // LoadConfig loads the gateway config: the file path when set, else the
 // file in $LLMGW_CONFIG_FILE, else the SSM path in $LLMGW_CONFIG_PATH, else
-// the built-in demo config (no teams: only "anonymous" usage).
+// the built-in demo config (no teams: only "anonymous" usage). It has no
+// last good config to fall back on: see LoadConfigWith.
 func LoadConfig(ctx context.Context, path string) (*config.Config, error) {
-	return LoadConfigFrom(ctx, path, os.Getenv)
+	return LoadConfigWith(ctx, ConfigOptions{Path: path})
 }
 
 // LoadConfigFrom is LoadConfig with the environment read through getenv.
 func LoadConfigFrom(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {
+	return LoadConfigWith(ctx, ConfigOptions{Path: path, Getenv: getenv})
+}
+
+// ConfigStore holds the gateway's last good config (the table; see
+// ssmconfig.LastGood).
+type ConfigStore interface {
+	store.Getter
+	store.Putter
+}
+
+// ConfigOptions say where a usage command reads the gateway config.
+type ConfigOptions struct {
+	// Path is a config file (the -config flag); empty: $LLMGW_CONFIG_FILE,
+	// else the SSM path $LLMGW_CONFIG_PATH, else the demo config.
+	Path string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+	// LastGood is the store the gateway keeps its last good config in.
+	// With it, a config from SSM that does not validate (or cannot be read)
+	// is reported and the last good config is used, as a gateway cold start
+	// does; nil: such a config is an error.
+	LastGood ConfigStore
+	// Log receives the report of a bad SSM config (nil: slog.Default()).
+	Log *slog.Logger
+	// OnError is called with the error of a bad SSM config, also when the
+	// last good one replaced it (the rollup's ConfigReloadErrors metric).
+	OnError func(error)
+}
+
+// LoadConfigWith loads the gateway config as o says.
+func LoadConfigWith(ctx context.Context, o ConfigOptions) (*config.Config, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path := o.Path
 	if path == "" {
 		path = getenv(EnvConfigFile)
 	}
@@ -101,21 +139,38 @@ func LoadConfigFrom(ctx context.Context, path string, getenv func(string) string
 		return config.LoadFile(path)
 	}
 	if p := getenv(EnvConfigPath); p != "" {
-		return LoadSSMConfig(ctx, p)
+		return loadSSMConfig(ctx, p, o)
 	}
 	return config.Demo(), nil
 }
 
-// LoadSSMConfig reads the config from SSM Parameter Store under path
-// (package ssmconfig: every parameter under it, merged in name order).
-func LoadSSMConfig(ctx context.Context, path string) (*config.Config, error) {
+// loadSSMConfig reads the config from SSM Parameter Store under path
+// (package ssmconfig: every parameter under it, merged in name order) the
+// way a gateway cold start does (ssmconfig.Loader.Boot): a config that
+// validates is used and stored as the last good one; otherwise the error is
+// logged and the last good config in o.LastGood is used.
+func loadSSMConfig(ctx context.Context, path string, o ConfigOptions) (*config.Config, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: path}
-	cfg, _, err := l.Load(ctx)
-	return cfg, err
+	l := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: path, Log: o.Log, OnError: o.OnError}
+	if o.LastGood == nil {
+		cfg, _, err := l.Load(ctx)
+		if err != nil && o.OnError != nil {
+			o.OnError(err)
+		}
+		return cfg, err
+	}
+	l.LastGood = &ssmconfig.LastGood{Store: o.LastGood}
+	var cfg *config.Config
+	if _, err := l.Boot(ctx, func(_ context.Context, c *config.Config) error {
+		cfg = c
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // ParseDay parses a YYYY-MM-DD UTC day; "today" and "yesterday" are
