@@ -77,3 +77,47 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Chars counts the characters (Unicode code points) of the text a JSON
+// string literal holds, without decoding it: raw is the literal with its
+// quotes (gjson.Result.Raw). An escape counts as the one character it
+// stands for (a \uD83D\uDE00 surrogate pair as one). raw that is not a
+// string literal counts 0. It does not allocate.
+func Chars(raw string) int {
+	if len(raw) < 2 || raw[0] != '"' {
+		return 0
+	}
+	s := raw[1 : len(raw)-1]
+	n := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\':
+			if i+1 < len(s) && s[i+1] == 'u' {
+				// A high surrogate followed by its low half is one character.
+				if i+12 <= len(s) && highSurrogate(s[i+2:i+4]) && s[i+6] == '\\' && s[i+7] == 'u' {
+					i += 12
+					n++
+					continue
+				}
+				i += 6
+			} else {
+				i += 2
+			}
+			n++
+		case c < utf8.RuneSelf:
+			i++
+			n++
+		default:
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			n++
+		}
+	}
+	return n
+}
+
+// highSurrogate reports whether the first two hex digits of a \u escape
+// (d8..db) start a UTF-16 high surrogate.
+func highSurrogate(h string) bool {
+	return (h[0] == 'd' || h[0] == 'D') && (h[1] >= '8' && h[1] <= '9' || h[1] >= 'a' && h[1] <= 'b' || h[1] >= 'A' && h[1] <= 'B')
+}

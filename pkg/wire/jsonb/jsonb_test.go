@@ -47,3 +47,13 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestCharsCountsTheDecodedText(t *testing.T) {
+	for raw, want := range map[string]int{
+		`""`: 0, `"abc"`: 3, `"caf\u00e9"`: 4, `"café"`: 4, `"a\nb\"c"`: 5, `"\ud83d\ude00!"`: 2, `"😀"`: 1, `42`: 0, `"\\"`: 1,
+	} {
+		if got := Chars(raw); got != want {
+			t.Errorf("Chars(%s) = %d, want %d", raw, got, want)
+		}
+	}
+}
