@@ -42,17 +42,7 @@ import (
 // stop_reason, is provider.Interrupted.
 
 // finishReason maps an Anthropic stop_reason to the canonical finish reason.
-func finishReason(stop string) string {
-	switch stop {
-	case messageswire.StopMaxTokens, messageswire.StopModelContextWindowExceeded:
-		return exchange.FinishLength
-	case messageswire.StopToolUse:
-		return exchange.FinishToolCalls
-	case messageswire.StopRefusal:
-		return exchange.FinishContentFilter
-	}
-	return exchange.FinishStop // end_turn, stop_sequence, pause_turn
-}
+func finishReason(stop string) string { return messageswire.FinishReason(stop) }
 
 // Kinds of content block, by Anthropic block index; a tool_use block is
 // recorded as its tool call index (>= 0).
