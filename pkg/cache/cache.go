@@ -230,7 +230,7 @@ func (t *tap) Next() (exchange.Event, error) {
 func (t *tap) add(ev *exchange.Event, gap int64) {
 	switch ev.Kind {
 	case exchange.Finish:
-		t.finish, t.stop = ev.Finish, ev.Stop
+		t.finish, t.stop = strings.Clone(ev.Finish), strings.Clone(ev.Stop) // a decoded frame's point into the read buffer
 	case exchange.Usage:
 		t.usage = true
 	case exchange.Raw:
