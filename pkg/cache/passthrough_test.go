@@ -112,9 +112,9 @@ const responsesBody = `{"id":"resp_up2","object":"response","created_at":1741290
 // speaking their real wire formats; the prompt "paced" streams texts of
 // paced and holds the end until release is closed.
 type nativeUpstreams struct {
-	anth, oai    *httptest.Server
-	anthN, oaiN  atomic.Int32
-	paced        []string
+	anth, oai   *httptest.Server
+	anthN, oaiN atomic.Int32
+	paced       []string
 
 	mu      sync.Mutex
 	release chan struct{} // the hold of the next paced answer
