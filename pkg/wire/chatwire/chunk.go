@@ -1,6 +1,7 @@
 package chatwire
 
 import (
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -113,11 +114,12 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 	gjson.Get(s, "choices").ForEach(func(_, c gjson.Result) bool {
 		n++
 		first := n == 1 && c.Get("index").Int() == 0
-		d := c.Get(part)
-		var reasoning, reasoning2, content, refusal, calls gjson.Result
+		// The delta's members are read raw (jsonb.Members never decodes a
+		// string): the relay does not allocate. Only parts decode text.
+		var reasoning, reasoning2, content, refusal, calls string
 		opaque := ""
-		d.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
+		jsonb.Members(c.Get(part).Raw, func(k, v string) bool {
+			switch k {
 			case "role":
 				if collect && !start && first {
 					dst = appendStart(dst, root)
@@ -133,51 +135,62 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 			case "tool_calls":
 				calls = v
 			case "function_call":
-				if v.IsObject() {
+				if v[0] == '{' {
 					ci.Content, ci.ToolCalls = true, true
 				}
-				if nonEmpty(v) {
-					opaque = k.Str
+				if nonEmptyRaw(v) {
+					opaque = "function_call"
 				}
 			default: // audio, annotations, ...
-				if nonEmpty(v) {
-					opaque = k.Str
+				if nonEmptyRaw(v) {
+					opaque = k
 				}
 			}
 			return true
 		})
 		for _, f := range [...]struct {
-			v    gjson.Result
+			raw  string
 			kind delta.Kind
 		}{{reasoning, delta.Reasoning}, {reasoning2, delta.Reasoning}, {content, delta.Text}, {refusal, delta.Refusal}} {
-			if f.v.Type == gjson.String && len(f.v.Raw) > 2 {
+			if len(f.raw) > 2 && f.raw[0] == '"' {
 				ci.Content = true
-				ci.Chars += jsonb.Chars(f.v.Raw)
+				ci.Chars += jsonb.Chars(f.raw)
 				if collect && first {
-					dst = append(dst, delta.Part{Kind: f.kind, Text: f.v.Str})
+					dst = append(dst, delta.Part{Kind: f.kind, Text: decoded(f.raw)})
 				}
 			}
 		}
-		i := 0
-		calls.ForEach(func(_, call gjson.Result) bool {
-			ci.Content, ci.ToolCalls = true, true
-			name, args := call.Get("function.name"), call.Get("function.arguments")
-			ci.Chars += jsonb.Chars(args.Raw) + jsonb.Chars(name.Raw)
-			if collect && first {
-				idx := i
-				if ix := call.Get("index"); ix.Exists() {
-					idx = int(ix.Int())
+		if len(calls) > 0 && calls[0] == '[' {
+			i := 0
+			gjson.Parse(calls).ForEach(func(_, call gjson.Result) bool {
+				ci.Content, ci.ToolCalls = true, true
+				var name, args string
+				jsonb.Members(call.Get("function").Raw, func(k, v string) bool {
+					switch k {
+					case "name":
+						name = v
+					case "arguments":
+						args = v
+					}
+					return true
+				})
+				ci.Chars += jsonb.Chars(args) + jsonb.Chars(name)
+				if collect && first {
+					idx := i
+					if ix := call.Get("index"); ix.Exists() {
+						idx = int(ix.Int())
+					}
+					if id, name := call.Get("id").Str, decoded(name); id != "" || name != "" {
+						dst = append(dst, delta.Part{Kind: delta.ToolCall, Index: idx, ID: id, Name: name})
+					}
+					if args := decoded(args); args != "" {
+						dst = append(dst, delta.Part{Kind: delta.ToolArgs, Index: idx, Text: args})
+					}
 				}
-				if id := call.Get("id").Str; id != "" || name.Str != "" {
-					dst = append(dst, delta.Part{Kind: delta.ToolCall, Index: idx, ID: id, Name: name.Str})
-				}
-				if args.Str != "" {
-					dst = append(dst, delta.Part{Kind: delta.ToolArgs, Index: idx, Text: args.Str})
-				}
-			}
-			i++
-			return true
-		})
+				i++
+				return true
+			})
+		}
 		fr := c.Get("finish_reason")
 		if fr.Type == gjson.String {
 			ci.Finish = true
@@ -221,6 +234,32 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 // appendStart appends the Start part of a chunk or body.
 func appendStart(dst []delta.Part, root gjson.Result) []delta.Part {
 	return append(dst, delta.Part{Kind: delta.Start, ID: root.Get("id").Str, Name: root.Get("model").Str, Created: root.Get("created").Int()})
+}
+
+// decoded is the text of a raw JSON string literal ("" for anything
+// else); it points into raw unless the literal holds escapes.
+func decoded(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	return gjson.Parse(raw).Str
+}
+
+// nonEmptyRaw is nonEmpty for a value's raw text.
+func nonEmptyRaw(v string) bool {
+	switch v {
+	case "", "null", "false", `""`:
+		return false
+	}
+	if v[0] == '{' || v[0] == '[' {
+		n := 0
+		jsonb.Members(v, func(_, _ string) bool { n++; return false })
+		if v[0] == '[' {
+			return len(strings.TrimSpace(v[1:len(v)-1])) > 0
+		}
+		return n > 0
+	}
+	return true
 }
 
 // nonEmpty reports whether a JSON value says something: not absent, null,

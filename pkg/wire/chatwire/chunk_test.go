@@ -49,9 +49,21 @@ func TestReadChunkParts(t *testing.T) {
 }
 
 // TestInspectChunkIsAllocationFree: the relay's summary read allocates
-// nothing.
+// nothing, escapes and tool arguments included, and counts characters.
 func TestInspectChunkIsAllocationFree(t *testing.T) {
-	if n := testing.AllocsPerRun(1000, func() { InspectChunk(benchChunk) }); n != 0 {
-		t.Errorf("%v allocations per chunk", n)
+	for _, c := range []struct {
+		data  []byte
+		chars int
+	}{
+		{benchChunk, len(" world")},
+		{[]byte(`{"choices":[{"index":0,"delta":{"content":"caf\u00e9 \"ok\"\n"},"finish_reason":null}]}`), 10},
+		{[]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"get","arguments":"{\"city\":"}}]}}]}`), 3 + 8},
+	} {
+		if ci := InspectChunk(c.data); ci.Chars != c.chars {
+			t.Errorf("%s: %d characters, want %d", c.data, ci.Chars, c.chars)
+		}
+		if n := testing.AllocsPerRun(1000, func() { InspectChunk(c.data) }); n != 0 {
+			t.Errorf("%s: %v allocations per chunk", c.data, n)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package jsonb
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,22 @@ func TestCharsCountsTheDecodedText(t *testing.T) {
 		if got := Chars(raw); got != want {
 			t.Errorf("Chars(%s) = %d, want %d", raw, got, want)
 		}
+	}
+}
+
+func TestMembers(t *testing.T) {
+	var got []string
+	Members(` { "a" : "x\"y" , "b":{"c":[1,"]"]}, "d":null,"e":-1.5e3 ,"f":true}`, func(k, v string) bool {
+		got = append(got, k+"="+v)
+		return true
+	})
+	want := []string{`a="x\"y"`, `b={"c":[1,"]"]}`, `d=null`, `e=-1.5e3`, `f=true`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %q", got)
+	}
+	n := 0
+	obj := `{"type":"text_delta","text":"caf\u00e9 \"ok\""}`
+	if a := testing.AllocsPerRun(100, func() { Members(obj, func(_, v string) bool { n += Chars(v); return true }) }); a != 0 {
+		t.Errorf("%v allocations", a)
 	}
 }

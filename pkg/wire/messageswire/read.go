@@ -145,34 +145,22 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 	case EventContentBlockDelta:
 		ei.Index = int(gjson.Get(s, "index").Int())
 		d := gjson.Get(s, "delta")
-		d.ForEach(func(k, v gjson.Result) bool {
-			if k.Str == "type" || v.Type == gjson.String && v.Str == "" || v.Type == gjson.Null {
-				return true
-			}
-			ei.Content = true
-			if v.Type == gjson.String {
-				ei.Chars += jsonb.Chars(v.Raw)
-			} else {
-				ei.Chars++
-			}
-			return true
-		})
+		ei.Content, ei.Chars = deltaContent(d)
 		if collect && ei.Content {
 			dst = appendDelta(dst, ei.Index, d)
 		}
 	case EventMessageDelta:
 		u := gjson.Get(s, "usage")
-		for _, f := range [...]struct {
-			key string
-			bit uint8
-			dst *int
-		}{{"input_tokens", HasInput, &ei.Usage.InputTokens}, {"output_tokens", HasOutput, &ei.Usage.OutputTokens},
-			{"cache_read_input_tokens", HasCacheRead, &ei.Usage.CacheReadInputTokens},
-			{"cache_creation_input_tokens", HasCacheWrite, &ei.Usage.CacheCreationInputTokens}} {
-			if v := u.Get(f.key); v.Type == gjson.Number {
-				*f.dst, ei.UsageHas = int(v.Int()), ei.UsageHas|f.bit
+		field := func(key string, bit uint8) int {
+			if v := u.Get(key); v.Type == gjson.Number {
+				ei.UsageHas |= bit
+				return int(v.Int())
 			}
+			return 0
 		}
+		ei.Usage = Usage{InputTokens: field("input_tokens", HasInput), OutputTokens: field("output_tokens", HasOutput),
+			CacheReadInputTokens:     field("cache_read_input_tokens", HasCacheRead),
+			CacheCreationInputTokens: field("cache_creation_input_tokens", HasCacheWrite)}
 		ei.StopReason = gjson.Get(s, "delta.stop_reason").Str
 		ei.StopSequence = gjson.Get(s, "delta.stop_sequence").Str
 		if collect && ei.StopReason != "" {
@@ -180,6 +168,23 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 		}
 	}
 	return ei, dst
+}
+
+// deltaContent reports whether a content_block_delta's delta carries
+// output (a member besides type that is not empty) and its characters (a
+// non-string member counts one), without decoding its strings.
+func deltaContent(d gjson.Result) (content bool, chars int) {
+	jsonb.Members(d.Raw, func(k, v string) bool {
+		switch {
+		case k == "type" || v == `""` || v == "null":
+		case v[0] == '"':
+			content, chars = true, chars+jsonb.Chars(v)
+		default:
+			content, chars = true, chars+1
+		}
+		return true
+	})
+	return content, chars
 }
 
 // appendDelta appends the part of a content_block_delta's delta.
