@@ -52,8 +52,10 @@ type EventInfo struct {
 	// characters (code points) of text, reasoning, tool names and input.
 	Content bool
 	Chars   int
-	// Index is a content block event's block index.
+	// Index is a content block event's block index; Block a
+	// content_block_start's block type ("" when it has no content_block).
 	Index int
+	Block string
 	// Usage holds message_start's (or a whole response's) usage, or the
 	// figures of a message_delta's usage that UsageHas names.
 	Usage    Usage
@@ -136,7 +138,7 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 	case EventMessageStart:
 		m := gjson.Get(s, "message")
 		ei.Usage = usageOf(m.Get("usage"))
-		if collect {
+		if collect && m.IsObject() {
 			dst = append(dst, delta.Part{Kind: delta.Start, ID: m.Get("id").Str, Name: m.Get("model").Str})
 		}
 	case EventContentBlockStart:
@@ -212,10 +214,11 @@ func appendDelta(dst []delta.Part, index int, d gjson.Result) []delta.Part {
 // readBlock reads a content block (of a content_block_start, or of a whole
 // response) into ei and, with collect, its parts.
 func readBlock(dst []delta.Part, ei *EventInfo, cb gjson.Result, collect bool) []delta.Part {
-	if !cb.Exists() {
+	if !cb.IsObject() {
 		return dst
 	}
 	typ := cb.Get("type").Str
+	ei.Block = typ
 	switch typ {
 	case BlockText:
 		text := cb.Get("text")
