@@ -69,7 +69,9 @@ func (t *chunkTranslator) push(parts []delta.Part, u exchange.TokenUsage) {
 			continue
 		}
 		if ev, ok := exchange.EventOf(p); ok {
-			t.queue = append(t.queue, ev.Clone())
+			ev = ev.Clone()
+			ev.Finish = strings.Clone(ev.Finish) // Clone keeps Finish: usually a constant, here maybe a view of the frame
+			t.queue = append(t.queue, ev)
 		}
 	}
 }

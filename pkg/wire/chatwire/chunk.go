@@ -206,7 +206,11 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: opaque})
 			}
 			if first && fr.Type == gjson.String {
-				dst = append(dst, delta.Part{Kind: delta.Finish, Finish: fr.Str})
+				f := ci.FinishReason // a constant when it is one of OpenAI's
+				if f == "" {
+					f = fr.Str
+				}
+				dst = append(dst, delta.Part{Kind: delta.Finish, Finish: f})
 			}
 		}
 		return true
