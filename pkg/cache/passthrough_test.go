@@ -236,11 +236,10 @@ routes:
 	t.Cleanup(func() { st.Close() })
 	g := &nativeGateway{}
 	h, err := server.New(context.Background(), cfg, server.Options{
-		Logger: slog.New(slog.DiscardHandler),
-		Cache:  cache.New(st, cache.Options{}),
-		Pacing: pacing.Pacer{Now: clk.Now, After: clk.After},
-		Now:    time.Now,
-		Record: func(context.Context, *exchange.Record) { g.recs.Add(1) },
+		Logger:    slog.New(slog.DiscardHandler),
+		Now:       time.Now,
+		Stages:    server.Stages{Cache: cache.New(st, cache.Options{}), Pacing: pacing.Pacer{Now: clk.Now, After: clk.After}},
+		Reporting: server.Reporting{Record: func(context.Context, *exchange.Record) { g.recs.Add(1) }},
 	})
 	if err != nil {
 		t.Fatal(err)
