@@ -31,6 +31,7 @@ import (
 // Anthropic and an OpenAI Responses upstream speaking their real wire
 // formats, the gateway over them with the cache and a manually clocked
 // pacer, and the official SDKs pointed at it.
+
 const anthKeyEnv = "LLMGW_TEST_CACHE_ANTHROPIC_KEY"
 
 // sse writes frames (each "event: name\ndata: json"), flushed.
