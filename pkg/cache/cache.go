@@ -8,8 +8,10 @@
 // with their relative timing, in the gateway's table (item
 // store.CacheKey/SharedCacheKey, DEFLATE-compressed, expiring after the
 // route's TTL). Raw passthrough frames are read back into canonical events
-// through the ingress's decoder (ingress.RawDecoder) when stored; a frame
-// the canonical events cannot carry makes the answer uncacheable. Because
+// through the ingress's decoder (ingress.RawDecoder: the chat, Messages and
+// Responses ingresses each read their API's frames with its wire package's
+// one reader) when stored; a frame the canonical events cannot carry makes
+// the answer uncacheable. Because
 // entries are canonical, a hit is replayed through the ingress's encoder:
 // a streaming hit chunk for chunk with new ids and timestamps, at the
 // original relative timing (or a pacing profile's); a non-streaming hit as
@@ -230,7 +232,7 @@ func (t *tap) Next() (exchange.Event, error) {
 func (t *tap) add(ev *exchange.Event, gap int64) {
 	switch ev.Kind {
 	case exchange.Finish:
-		t.finish, t.stop = ev.Finish, ev.Stop
+		t.finish, t.stop = strings.Clone(ev.Finish), strings.Clone(ev.Stop) // a decoded frame's point into the read buffer
 	case exchange.Usage:
 		t.usage = true
 	case exchange.Raw:

@@ -44,13 +44,14 @@ type Stored struct {
 	GapMicros int64 `json:"g,omitempty"`
 }
 
-// toStored converts a canonical event (never Raw) for storage.
+// toStored converts a canonical event (never Raw) for storage. Its strings
+// are copied: a decoded frame's point into the upstream's read buffer.
 func toStored(ev *exchange.Event, gapMicros int64) Stored {
 	s := Stored{Kind: ev.Kind, Text: strings.Clone(ev.Text), Index: ev.Index, Name: strings.Clone(ev.Name),
-		Finish: ev.Finish, Stop: strings.Clone(ev.Stop), StopSequence: strings.Clone(ev.StopSequence), GapMicros: gapMicros}
+		Finish: strings.Clone(ev.Finish), Stop: strings.Clone(ev.Stop), StopSequence: strings.Clone(ev.StopSequence), GapMicros: gapMicros}
 	switch ev.Kind {
 	case exchange.ToolCall:
-		s.ID = idPrefix(ev.ID)
+		s.ID = strings.Clone(idPrefix(ev.ID))
 	case exchange.Usage:
 		u := ev.Usage
 		s.Usage = &u

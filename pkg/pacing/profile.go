@@ -91,6 +91,10 @@ func Lookup(name string) (Profile, bool) {
 type Pacer struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// After is the timer of that clock: a channel that delivers once d
+	// has passed on it (nil: a real timer). A test gives a manual clock
+	// both, and reads the released text against the clock.
+	After func(d time.Duration) <-chan time.Time
 }
 
 var _ stage.Pacing = Pacer{}
@@ -130,5 +134,7 @@ func (p Pacer) Pace(src stage.Source, profile string, o stage.PaceOptions) stage
 	if now == nil {
 		now = time.Now
 	}
-	return newStream(src, prof, o, now)
+	st := newStream(src, prof, o, now)
+	st.after = p.After
+	return st
 }

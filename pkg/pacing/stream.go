@@ -39,6 +39,7 @@ type stream struct {
 	tokens float64
 	last   time.Time
 	timer  *time.Timer
+	after  func(time.Duration) <-chan time.Time // the clock's timer; nil: timer
 }
 
 // queued is one held event and its cost.
@@ -219,11 +220,18 @@ func (s *stream) splitHead(n int) exchange.Event {
 // sleep waits d, or less when the source ends meanwhile (the end bound may
 // raise the rate).
 func (s *stream) sleep(d time.Duration, finished bool) {
-	s.timer.Reset(d)
 	ended := s.ended
 	if finished {
 		ended = nil
 	}
+	if s.after != nil {
+		select {
+		case <-s.after(d):
+		case <-ended:
+		}
+		return
+	}
+	s.timer.Reset(d)
 	select {
 	case <-s.timer.C:
 	case <-ended:

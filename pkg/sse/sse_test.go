@@ -60,3 +60,17 @@ func BenchmarkReaderNext(b *testing.B) {
 		}
 	}
 }
+
+func TestParseFrame(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"event: message_start\ndata: {\"a\":1}\n\n": {"message_start", `{"a":1}`},
+		"data: {}\n\n":                     {"", "{}"},
+		"event: x\r\ndata: a\ndata: b\n\n": {"x", "a\nb"},
+		": comment\ndata:tight\n\n":        {"", "tight"},
+	} {
+		f := ParseFrame([]byte(in))
+		if string(f.Event) != want[0] || string(f.Data) != want[1] {
+			t.Errorf("%q: got %q %q", in, f.Event, f.Data)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // Passthrough: a client of the Messages API served by an Anthropic
@@ -132,39 +133,21 @@ func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provide
 	if !gjson.ValidBytes(data) {
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
 	}
-	doc := gjson.ParseBytes(data)
+	mi, _ := messageswire.ReadMessage(nil, data)
 	switch {
-	case doc.Get("type").Str == "error":
-		return nil, provider.InBandError(a.id, doc.Get("error.type").Str)
+	case mi.Error:
+		return nil, provider.InBandError(a.id, mi.ErrorType)
 	case rq.Stream:
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	}
-	u := tokenUsage(usageOf(doc.Get("usage")))
-	content := false
-	doc.Get("content").ForEach(func(_, b gjson.Result) bool {
-		content = blockHasContent(b)
-		return !content
-	})
-	if !content && u.Output == 0 {
+	u := tokenUsage(mi.Usage)
+	if !mi.Content && u.Output == 0 {
 		return nil, provider.EmptyResponse(a.id)
 	}
 	ev := exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Messages, Flags: exchange.Whole | exchange.HasContent}
-	if stop := doc.Get("stop_reason").Str; stop != "" {
+	if stop := mi.StopReason; stop != "" {
 		ev.Flags |= exchange.HasFinish
 		ev.Finish, ev.Stop = finishReason(stop), stop
 	}
 	return provider.Events(u, ev), nil
-}
-
-// blockHasContent reports whether a content block (of a response, or of a
-// content_block_start) carries output: any block but an empty text or
-// thinking block.
-func blockHasContent(b gjson.Result) bool {
-	switch b.Get("type").Str {
-	case "text":
-		return b.Get("text").Str != ""
-	case "thinking":
-		return b.Get("thinking").Str != "" || b.Get("signature").Str != ""
-	}
-	return b.Exists()
 }

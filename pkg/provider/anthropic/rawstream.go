@@ -12,8 +12,8 @@ import (
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
-// rawStream relays an Anthropic event stream frame by frame (see
-// passthrough.go for the flags). It rebuilds each frame into one reused
+// rawStream relays an Anthropic event stream frame by frame, read by
+// messageswire.InspectEvent (see passthrough.go for the flags). It rebuilds each frame into one reused
 // buffer: "event: <name>\n", one "data: " line per data line, "\n".
 type rawStream struct {
 	prov     string
@@ -30,12 +30,6 @@ type rawStream struct {
 
 func newReader(body io.Reader) *sse.Reader { return sse.NewReader(body, 0) }
 
-// usageOf reads a usage object.
-func usageOf(u gjson.Result) messageswire.Usage {
-	return messageswire.Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int()),
-		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()), CacheReadInputTokens: int(u.Get("cache_read_input_tokens").Int())}
-}
-
 // Next implements provider.Stream.
 func (s *rawStream) Next() (exchange.Event, error) {
 	for {
@@ -49,9 +43,8 @@ func (s *rawStream) Next() (exchange.Event, error) {
 			}
 			return exchange.Event{}, provider.Interrupted(s.prov, "broke off", err)
 		}
-		name := bytesString(f.Event)
-		if name == messageswire.EventError {
-			return exchange.Event{}, provider.InBandError(s.prov, gjson.GetBytes(f.Data, "error.type").Str)
+		if string(f.Event) == messageswire.EventError {
+			return exchange.Event{}, provider.InBandError(s.prov, messageswire.InspectEvent(f.Event, f.Data).ErrorType)
 		}
 		if len(f.Data) == 0 {
 			continue // an event line without data carries nothing to relay
@@ -60,58 +53,28 @@ func (s *rawStream) Next() (exchange.Event, error) {
 			s.trace.MalformedFrames++
 			continue
 		}
-		doc := gjson.ParseBytes(f.Data)
-		if name == "" {
-			name = doc.Get("type").Str
-		}
+		ei := messageswire.InspectEvent(f.Event, f.Data)
 		ev := exchange.Event{Kind: exchange.Raw, RawAPI: exchange.Messages}
-		switch name {
+		if ei.Content {
+			ev.Flags |= exchange.HasContent
+		}
+		s.chars += ei.Chars
+		switch ei.Type {
 		case messageswire.EventError:
-			return exchange.Event{}, provider.InBandError(s.prov, doc.Get("error.type").Str)
+			return exchange.Event{}, provider.InBandError(s.prov, ei.ErrorType)
 		case messageswire.EventMessageStart:
 			if !s.started {
 				s.started = true
-				s.u = usageOf(doc.Get("message.usage"))
-			}
-		case messageswire.EventContentBlockStart:
-			if cb := doc.Get("content_block"); blockHasContent(cb) {
-				ev.Flags |= exchange.HasContent
-				s.chars += len(cb.Get("name").Str) + len(cb.Get("text").Str) + len(cb.Get("thinking").Str)
-			}
-		case messageswire.EventContentBlockDelta:
-			d := doc.Get("delta")
-			n := 0
-			d.ForEach(func(k, v gjson.Result) bool {
-				if k.Str != "type" && (v.Type != gjson.String || v.Str != "") {
-					n += max(1, len(v.Str))
-				}
-				return true
-			})
-			if n > 0 {
-				ev.Flags |= exchange.HasContent
-				s.chars += n
+				s.u = ei.Usage
 			}
 		case messageswire.EventMessageDelta:
-			var du messageswire.DeltaUsage
-			u := doc.Get("usage")
-			for _, f := range []struct {
-				key string
-				dst **int
-			}{{"input_tokens", &du.InputTokens}, {"output_tokens", &du.OutputTokens},
-				{"cache_read_input_tokens", &du.CacheReadInputTokens}, {"cache_creation_input_tokens", &du.CacheCreationInputTokens}} {
-				if v := u.Get(f.key); v.Type == gjson.Number {
-					n := int(v.Int())
-					*f.dst = &n
-				}
-			}
-			if mergeDeltaUsage(&s.u, &du) {
+			if ei.MergeUsage(&s.u) {
 				s.gotDelta = true
 			}
-			if stop := doc.Get("delta.stop_reason").Str; stop != "" {
+			if ei.StopReason != "" {
 				s.finished = true
 				ev.Flags |= exchange.HasFinish
-				ev.Finish, ev.Stop = finishReason(stop), stop
-				ev.StopSequence = doc.Get("delta.stop_sequence").Str
+				ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(ei.StopReason), ei.StopReason, ei.StopSequence
 			}
 		case messageswire.EventMessageStop:
 			if !s.finished {

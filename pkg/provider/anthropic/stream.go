@@ -1,8 +1,8 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"io"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -11,10 +11,12 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/sse"
+	"github.com/llmgw/llmgw/pkg/wire/delta"
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
-// Stream translation, Anthropic server-sent events -> canonical events
+// Stream translation, Anthropic server-sent events (read by the one
+// Messages reader, messageswire.ReadEvent) -> canonical events
 // (exchange.Event). One Anthropic event gives at most one canonical event
 // (a thinking block that starts with both text and a signature gives two):
 //
@@ -42,17 +44,7 @@ import (
 // stop_reason, is provider.Interrupted.
 
 // finishReason maps an Anthropic stop_reason to the canonical finish reason.
-func finishReason(stop string) string {
-	switch stop {
-	case messageswire.StopMaxTokens, messageswire.StopModelContextWindowExceeded:
-		return exchange.FinishLength
-	case messageswire.StopToolUse:
-		return exchange.FinishToolCalls
-	case messageswire.StopRefusal:
-		return exchange.FinishContentFilter
-	}
-	return exchange.FinishStop // end_turn, stop_sequence, pause_turn
-}
+func finishReason(stop string) string { return messageswire.FinishReason(stop) }
 
 // Kinds of content block, by Anthropic block index; a tool_use block is
 // recorded as its tool call index (>= 0).
@@ -79,8 +71,8 @@ type streamTranslator struct {
 	u     messageswire.Usage
 	chars int // generated characters, for an estimate when the stream is cut
 
-	pending exchange.Event           // a second event from one Anthropic event (Kind 0: none)
-	ev      messageswire.StreamEvent // reused decode target for the rarer events
+	pending exchange.Event // a second event from one Anthropic event (Kind 0: none)
+	parts   []delta.Part   // the frame's parts (messageswire.ReadEvent), reused
 }
 
 // bytesString views b as a string without copying; the string must not
@@ -92,43 +84,39 @@ func bytesString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// event translates one SSE frame. An event of Kind 0 means the frame gives
-// nothing.
+// event translates one SSE frame, read by messageswire.ReadEvent. An event
+// of Kind 0 means the frame gives nothing.
 func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
-	typ := bytesString(name)
-	if typ == "" {
-		typ = gjson.Get(bytesString(data), "type").String()
-	}
 	if t.stopped {
 		return exchange.Event{}, nil
 	}
+	ei, parts := messageswire.ReadEvent(t.parts[:0], name, data)
+	t.parts = parts
+	typ := ei.Type
 	switch typ {
 	case messageswire.EventContentBlockDelta: // the hot path: no allocation for plain text
-		return t.delta(data)
+		if !t.started {
+			return exchange.Event{}, provider.Interrupted(t.prov, "sent content_block_delta before message_start", nil)
+		}
+		return t.delta(&ei, parts), nil
 	case messageswire.EventPing, messageswire.EventContentBlockStop:
 		return exchange.Event{}, nil
 	case messageswire.EventError:
-		var e messageswire.ErrorResponse
-		_ = json.Unmarshal(data, &e)
-		return exchange.Event{}, provider.InBandError(t.prov, e.Error.Type)
+		return exchange.Event{}, provider.InBandError(t.prov, ei.ErrorType)
 	case messageswire.EventMessageStart, messageswire.EventContentBlockStart, messageswire.EventMessageDelta, messageswire.EventMessageStop:
 	default:
 		return exchange.Event{}, nil // unknown events are skipped, as Anthropic's versioning policy asks
-	}
-	t.ev = messageswire.StreamEvent{}
-	if err := json.Unmarshal(data, &t.ev); err != nil {
-		return exchange.Event{}, provider.Interrupted(t.prov, "sent a malformed "+typ+" event", err)
 	}
 	if typ != messageswire.EventMessageStart && !t.started {
 		return exchange.Event{}, provider.Interrupted(t.prov, "sent "+typ+" before message_start", nil)
 	}
 	switch typ {
 	case messageswire.EventMessageStart:
-		return t.messageStart(), nil
+		return t.messageStart(&ei, parts), nil
 	case messageswire.EventContentBlockStart:
-		return t.blockStart()
+		return t.blockStart(&ei, parts)
 	case messageswire.EventMessageDelta:
-		return t.messageDelta(), nil
+		return t.messageDelta(&ei), nil
 	default: // message_stop
 		if !t.finished {
 			return exchange.Event{}, provider.Interrupted(t.prov, "reached message_stop without a stop_reason", nil)
@@ -138,54 +126,64 @@ func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 	}
 }
 
-func (t *streamTranslator) messageStart() exchange.Event {
-	m := t.ev.Message
-	if t.started || m == nil {
-		return exchange.Event{}
+func (t *streamTranslator) messageStart(ei *messageswire.EventInfo, parts []delta.Part) exchange.Event {
+	if t.started || len(parts) == 0 {
+		return exchange.Event{} // a repeated message_start, or one without its message
 	}
 	t.started = true
-	t.u = m.Usage
-	return exchange.Event{Kind: exchange.Start, ID: m.ID, Name: m.Model, Created: t.created}
+	t.u = ei.Usage
+	return exchange.Event{Kind: exchange.Start, ID: strings.Clone(parts[0].ID), Name: strings.Clone(parts[0].Name), Created: t.created}
 }
 
-func (t *streamTranslator) blockStart() (exchange.Event, error) {
-	cb := t.ev.ContentBlock
-	i := t.ev.Index
-	if cb == nil || i < 0 || i > 1<<16 {
+// part returns the first part of kind k.
+func part(parts []delta.Part, k delta.Kind) (delta.Part, bool) {
+	for _, p := range parts {
+		if p.Kind == k {
+			return p, true
+		}
+	}
+	return delta.Part{}, false
+}
+
+func (t *streamTranslator) blockStart(ei *messageswire.EventInfo, parts []delta.Part) (exchange.Event, error) {
+	i := ei.Index
+	if ei.Block == "" || i < 0 || i > 1<<16 {
 		return exchange.Event{}, provider.Interrupted(t.prov, "sent a malformed content_block_start", nil)
 	}
 	for len(t.blocks) <= i {
 		t.blocks = append(t.blocks, blockOther)
 	}
-	switch cb.Type {
+	switch ei.Block {
 	case messageswire.BlockText:
 		t.blocks[i] = blockText
-		if cb.Text != "" {
-			return t.text(exchange.Text, cb.Text), nil
+		if p, ok := part(parts, delta.Text); ok {
+			return t.text(exchange.Text, strings.Clone(p.Text)), nil
 		}
 	case messageswire.BlockThinking:
 		t.blocks[i] = blockThinking
-		sig := exchange.Event{Kind: exchange.Signature, Text: cb.Signature}
-		if cb.Thinking != "" {
-			if cb.Signature != "" {
-				t.pending = sig
+		sig, signed := part(parts, delta.Signature)
+		sigEv := exchange.Event{Kind: exchange.Signature, Text: strings.Clone(sig.Text)}
+		if p, ok := part(parts, delta.Reasoning); ok {
+			if signed {
+				t.pending = sigEv
 			}
-			return t.text(exchange.Reasoning, cb.Thinking), nil
+			return t.text(exchange.Reasoning, strings.Clone(p.Text)), nil
 		}
-		if cb.Signature != "" {
-			return sig, nil
+		if signed {
+			return sigEv, nil
 		}
 	case messageswire.BlockRedactedThinking:
 		t.blocks[i] = blockOther
-		if cb.Data != "" {
-			return exchange.Event{Kind: exchange.RedactedReasoning, Text: cb.Data}, nil
+		if p, ok := part(parts, delta.RedactedReasoning); ok && p.Text != "" {
+			return exchange.Event{Kind: exchange.RedactedReasoning, Text: strings.Clone(p.Text)}, nil
 		}
 	case messageswire.BlockToolUse:
+		p, _ := part(parts, delta.ToolCall)
 		n := t.tools
 		t.tools++
 		t.blocks[i] = n
-		t.chars += len(cb.Name)
-		return exchange.Event{Kind: exchange.ToolCall, Index: n, ID: cb.ID, Name: cb.Name}, nil
+		t.chars += len(p.Name)
+		return exchange.Event{Kind: exchange.ToolCall, Index: n, ID: strings.Clone(p.ID), Name: strings.Clone(p.Name)}, nil
 	}
 	return exchange.Event{}, nil
 }
@@ -196,72 +194,40 @@ func (t *streamTranslator) text(k exchange.Kind, s string) exchange.Event {
 	return exchange.Event{Kind: k, Text: s}
 }
 
-// delta translates a content_block_delta without decoding it into a struct:
-// the strings it reads point into data unless they hold escapes.
-func (t *streamTranslator) delta(data []byte) (exchange.Event, error) {
-	if !t.started {
-		return exchange.Event{}, provider.Interrupted(t.prov, "sent content_block_delta before message_start", nil)
+// delta translates a content_block_delta's part: its strings point into
+// the frame unless they hold escapes.
+func (t *streamTranslator) delta(ei *messageswire.EventInfo, parts []delta.Part) exchange.Event {
+	if len(parts) == 0 {
+		return exchange.Event{}
 	}
-	s := bytesString(data)
-	d := gjson.Get(s, "delta")
-	switch d.Get("type").Str {
-	case messageswire.DeltaText:
-		if v := d.Get("text").String(); v != "" {
-			return t.text(exchange.Text, v), nil
-		}
-	case messageswire.DeltaInputJSON:
-		i := int(gjson.Get(s, "index").Int())
+	p := parts[0]
+	switch p.Kind {
+	case delta.Text:
+		return t.text(exchange.Text, p.Text)
+	case delta.ToolArgs:
+		i := ei.Index
 		if i < 0 || i >= len(t.blocks) || t.blocks[i] < 0 {
-			return exchange.Event{}, nil // a server tool's input: not a client tool call
+			return exchange.Event{} // a server tool's input: not a client tool call
 		}
-		if v := d.Get("partial_json").String(); v != "" {
-			t.chars += len(v)
-			return exchange.Event{Kind: exchange.ToolArgs, Index: t.blocks[i], Text: v}, nil
-		}
-	case messageswire.DeltaThinking:
-		if v := d.Get("thinking").String(); v != "" {
-			return t.text(exchange.Reasoning, v), nil
-		}
-	case messageswire.DeltaSignature:
-		if v := d.Get("signature").String(); v != "" {
-			return exchange.Event{Kind: exchange.Signature, Text: v}, nil
-		}
+		t.chars += len(p.Text)
+		return exchange.Event{Kind: exchange.ToolArgs, Index: t.blocks[i], Text: p.Text}
+	case delta.Reasoning:
+		return t.text(exchange.Reasoning, p.Text)
+	case delta.Signature:
+		return exchange.Event{Kind: exchange.Signature, Text: p.Text}
 	}
-	return exchange.Event{}, nil
+	return exchange.Event{}
 }
 
-func (t *streamTranslator) messageDelta() exchange.Event {
-	if mergeDeltaUsage(&t.u, t.ev.Usage) {
+func (t *streamTranslator) messageDelta(ei *messageswire.EventInfo) exchange.Event {
+	if ei.MergeUsage(&t.u) {
 		t.gotDelta = true
 	}
-	d := t.ev.Delta
-	if d == nil || d.StopReason == "" || t.finished {
+	if ei.StopReason == "" || t.finished {
 		return exchange.Event{}
 	}
 	t.finished = true
-	return finishEvent(d.StopReason, d.StopSequence)
-}
-
-// mergeDeltaUsage applies a message_delta's cumulative usage to u and
-// reports whether it carried the final output_tokens.
-func mergeDeltaUsage(u *messageswire.Usage, d *messageswire.DeltaUsage) bool {
-	if d == nil {
-		return false
-	}
-	if d.InputTokens != nil {
-		u.InputTokens = *d.InputTokens
-	}
-	if d.CacheReadInputTokens != nil {
-		u.CacheReadInputTokens = *d.CacheReadInputTokens
-	}
-	if d.CacheCreationInputTokens != nil {
-		u.CacheCreationInputTokens = *d.CacheCreationInputTokens
-	}
-	if d.OutputTokens != nil {
-		u.OutputTokens = *d.OutputTokens
-		return true
-	}
-	return false
+	return exchange.Event{Kind: exchange.Finish, Finish: finishReason(ei.StopReason), Stop: strings.Clone(ei.StopReason), StopSequence: strings.Clone(ei.StopSequence)}
 }
 
 // finishEvent is the Finish event for a stop_reason and stop_sequence.

@@ -1,12 +1,14 @@
 package openaicompat
 
 import (
-	"github.com/tidwall/gjson"
+	"strings"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/delta"
 )
 
-// Translation, OpenAI chat chunks -> canonical events, for requests that
+// Translation, OpenAI chat chunks (read by chatwire.ReadChunk) -> canonical events, for requests that
 // arrived on another client API (an Anthropic Messages or Responses client
 // served by an OpenAI-compatible upstream):
 //
@@ -15,6 +17,7 @@ import (
 //	delta.reasoning_content / reasoning -> Reasoning
 //	delta.tool_calls[i] with id/name    -> ToolCall{Index: i}, then its arguments as ToolArgs
 //	delta.tool_calls[i].function.arguments -> ToolArgs{Index: i}
+//	delta.refusal                       -> Text (the client sees the refusal)
 //	finish_reason                       -> Finish
 //	usage                               -> Usage
 //
@@ -24,6 +27,7 @@ import (
 // chunk can hold. Strings are cloned: a queued event outlives the frame.
 type chunkTranslator struct {
 	started bool
+	parts   []delta.Part // the frame's parts, reused
 	queue   []exchange.Event
 	head    int
 }
@@ -38,61 +42,47 @@ func (t *chunkTranslator) pop() (exchange.Event, bool) {
 	return ev, true
 }
 
-func (t *chunkTranslator) push(ev exchange.Event) { t.queue = append(t.queue, ev.Clone()) }
-
 // chunk translates one chat.completion.chunk; u is the usage seen so far.
 func (t *chunkTranslator) chunk(data []byte, u exchange.TokenUsage) {
-	t.read(gjson.ParseBytes(data), "delta", u)
+	_, t.parts = chatwire.ReadChunk(t.parts[:0], data, !t.started)
+	t.push(t.parts, u)
 }
 
-// read translates a chunk (part "delta") or a whole response (part
-// "message").
-func (t *chunkTranslator) read(doc gjson.Result, part string, u exchange.TokenUsage) {
-	if !t.started {
-		t.started = true
-		t.push(exchange.Event{Kind: exchange.Start, ID: doc.Get("id").String(), Name: doc.Get("model").String(), Created: doc.Get("created").Int()})
-	}
-	c := doc.Get("choices.0")
-	d := c.Get(part)
-	for _, f := range [...]string{"reasoning_content", "reasoning"} {
-		if v := d.Get(f); v.Type == gjson.String && v.Str != "" {
-			t.push(exchange.Event{Kind: exchange.Reasoning, Text: v.Str})
+// push queues the events of one frame's parts (chatwire's reader): a
+// refusal is shown as text, output the canonical events cannot carry
+// (another choice, log probabilities) is dropped, and a usage part
+// becomes the usage seen so far.
+func (t *chunkTranslator) push(parts []delta.Part, u exchange.TokenUsage) {
+	for i := range parts {
+		p := &parts[i]
+		switch p.Kind {
+		case delta.Start:
+			if t.started {
+				continue // a later role chunk opens nothing
+			}
+			t.started = true
+		case delta.Refusal:
+			t.queue = append(t.queue, exchange.Event{Kind: exchange.Text, Text: strings.Clone(p.Text)})
+			continue
+		case delta.Usage:
+			t.queue = append(t.queue, exchange.Event{Kind: exchange.Usage, Usage: u})
+			continue
 		}
-	}
-	if v := d.Get("content"); v.Type == gjson.String && v.Str != "" {
-		t.push(exchange.Event{Kind: exchange.Text, Text: v.Str})
-	}
-	if v := d.Get("refusal"); v.Type == gjson.String && v.Str != "" {
-		t.push(exchange.Event{Kind: exchange.Text, Text: v.Str})
-	}
-	d.Get("tool_calls").ForEach(func(k, call gjson.Result) bool {
-		i := int(k.Int())
-		if ix := call.Get("index"); ix.Exists() {
-			i = int(ix.Int())
+		if ev, ok := exchange.EventOf(p); ok {
+			ev = ev.Clone()
+			ev.Finish = strings.Clone(ev.Finish) // Clone keeps Finish: usually a constant, here maybe a view of the frame
+			t.queue = append(t.queue, ev)
 		}
-		if id, name := call.Get("id").Str, call.Get("function.name").Str; id != "" || name != "" {
-			t.push(exchange.Event{Kind: exchange.ToolCall, Index: i, ID: id, Name: name})
-		}
-		if a := call.Get("function.arguments").Str; a != "" {
-			t.push(exchange.Event{Kind: exchange.ToolArgs, Index: i, Text: a})
-		}
-		return true
-	})
-	if fr := c.Get("finish_reason"); fr.Type == gjson.String {
-		t.push(exchange.Event{Kind: exchange.Finish, Finish: fr.Str})
-	}
-	if doc.Get("usage").IsObject() {
-		t.push(exchange.Event{Kind: exchange.Usage, Usage: u})
 	}
 }
 
 // responseEvents translates a whole chat.completion body.
 func responseEvents(data []byte, u exchange.TokenUsage) []exchange.Event {
 	var t chunkTranslator
-	doc := gjson.ParseBytes(data)
-	t.read(doc, "message", u)
-	if !doc.Get("usage").IsObject() {
-		t.push(exchange.Event{Kind: exchange.Usage, Usage: u})
+	ci, parts := chatwire.ReadResponse(nil, data)
+	t.push(parts, u)
+	if !ci.HasUsage {
+		t.queue = append(t.queue, exchange.Event{Kind: exchange.Usage, Usage: u})
 	}
 	return t.queue
 }

@@ -1,10 +1,13 @@
 package chatwire
 
 import (
-	"unicode/utf8"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/wire/delta"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Usage is the OpenAI usage object.
@@ -28,7 +31,7 @@ type PromptTokensDetails struct {
 // whether it is an error. It holds no references into the inspected bytes.
 type ChunkInfo struct {
 	Content bool // text, refusal, reasoning, a tool call or a function call
-	Chars   int  // characters of generated text and tool arguments, for estimates
+	Chars   int  // characters (code points) of generated text, tool names and arguments
 	Finish  bool // a choice carries a finish_reason
 	// FinishReason is the finish_reason when it is one of OpenAI's
 	// (stop, length, tool_calls, content_filter, function_call); "" otherwise.
@@ -51,17 +54,46 @@ func bytesString(b []byte) string {
 }
 
 // InspectChunk reads a chat.completion.chunk (the JSON of one SSE data
-// frame) without allocating in the common case.
+// frame) without allocating: what a relaying adapter needs.
 func InspectChunk(data []byte) ChunkInfo {
-	return inspect(bytesString(data), "delta")
+	ci, _ := read(nil, bytesString(data), "delta", false, false)
+	return ci
 }
 
 // InspectResponse reads a non-streaming chat.completion body.
 func InspectResponse(body []byte) ChunkInfo {
-	return inspect(bytesString(body), "message")
+	ci, _ := read(nil, bytesString(body), "message", false, false)
+	return ci
 }
 
-func inspect(s, part string) ChunkInfo {
+// ReadChunk is the one reader of Chat Completions chunks: InspectChunk's
+// summary, and the parts the chunk carries appended to dst, in the order
+// the chat encoder writes them:
+//
+//	delta.role (or start true)                 -> Start (id, model, created)
+//	delta.reasoning_content, delta.reasoning   -> Reasoning
+//	delta.content                              -> Text
+//	delta.refusal                              -> Refusal
+//	delta.tool_calls[i] with an id or name     -> ToolCall{Index: its index}
+//	delta.tool_calls[i].function.arguments     -> ToolArgs
+//	finish_reason                              -> Finish (as sent)
+//	usage                                      -> Usage
+//	a second choice, log probabilities, a legacy function_call, audio,
+//	annotations, any other non-empty delta member -> Opaque
+//
+// The parts' strings point into data unless they hold escapes.
+func ReadChunk(dst []delta.Part, data []byte, start bool) (ChunkInfo, []delta.Part) {
+	return read(dst, bytesString(data), "delta", true, start)
+}
+
+// ReadResponse is ReadChunk for a whole chat.completion body (its message
+// instead of a delta; Start always comes first).
+func ReadResponse(dst []delta.Part, body []byte) (ChunkInfo, []delta.Part) {
+	return read(dst, bytesString(body), "message", true, true)
+}
+
+// read walks a chunk or body once; with collect it appends its parts.
+func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []delta.Part) {
 	var ci ChunkInfo
 	if e := gjson.Get(s, "error"); e.Exists() && e.Type != gjson.Null {
 		ci.Error = true
@@ -69,32 +101,117 @@ func inspect(s, part string) ChunkInfo {
 		if ci.ErrorType == "" {
 			ci.ErrorType = e.Get("code").String()
 		}
-		return ci
+		return ci, dst
 	}
-	choices := gjson.Get(s, "choices")
+	var root gjson.Result
+	if collect {
+		root = gjson.Parse(s)
+		if start {
+			dst = appendStart(dst, root)
+		}
+	}
 	n := 0
-	choices.ForEach(func(_, c gjson.Result) bool {
+	gjson.Get(s, "choices").ForEach(func(_, c gjson.Result) bool {
 		n++
-		d := c.Get(part)
-		for _, f := range [...]string{"content", "refusal", "reasoning_content", "reasoning"} {
-			if v := d.Get(f); v.Type == gjson.String && len(v.Raw) > 2 {
+		first := n == 1 && c.Get("index").Int() == 0
+		// The delta's members are read raw (jsonb.Members never decodes a
+		// string): the relay does not allocate. Only parts decode text.
+		var reasoning, reasoning2, content, refusal, calls string
+		opaque := ""
+		jsonb.Members(c.Get(part).Raw, func(k, v string) bool {
+			switch k {
+			case "role":
+				if collect && !start && first {
+					dst = appendStart(dst, root)
+				}
+			case "content":
+				content = v
+			case "reasoning_content":
+				reasoning = v
+			case "reasoning":
+				reasoning2 = v
+			case "refusal":
+				refusal = v
+			case "tool_calls":
+				calls = v
+			case "function_call":
+				if v[0] == '{' {
+					ci.Content, ci.ToolCalls = true, true
+				}
+				if nonEmptyRaw(v) {
+					opaque = "function_call"
+				}
+			default: // audio, annotations, ...
+				if nonEmptyRaw(v) {
+					opaque = k
+				}
+			}
+			return true
+		})
+		for _, f := range [...]struct {
+			raw  string
+			kind delta.Kind
+		}{{reasoning, delta.Reasoning}, {reasoning2, delta.Reasoning}, {content, delta.Text}, {refusal, delta.Refusal}} {
+			if len(f.raw) > 2 && f.raw[0] == '"' {
 				ci.Content = true
-				ci.Chars += utf8.RuneCountInString(v.Raw) - 2
+				ci.Chars += jsonb.Chars(f.raw)
+				if collect && first {
+					dst = append(dst, delta.Part{Kind: f.kind, Text: decoded(f.raw)})
+				}
 			}
 		}
-		if tc := d.Get("tool_calls"); tc.IsArray() {
-			tc.ForEach(func(_, call gjson.Result) bool {
+		if len(calls) > 0 && calls[0] == '[' {
+			i := 0
+			gjson.Parse(calls).ForEach(func(_, call gjson.Result) bool {
 				ci.Content, ci.ToolCalls = true, true
-				ci.Chars += len(call.Get("function.arguments").Raw) + len(call.Get("function.name").Raw)
+				var name, args string
+				jsonb.Members(call.Get("function").Raw, func(k, v string) bool {
+					switch k {
+					case "name":
+						name = v
+					case "arguments":
+						args = v
+					}
+					return true
+				})
+				ci.Chars += jsonb.Chars(args) + jsonb.Chars(name)
+				if collect && first {
+					idx := i
+					if ix := call.Get("index"); ix.Exists() {
+						idx = int(ix.Int())
+					}
+					if id, name := call.Get("id").Str, decoded(name); id != "" || name != "" {
+						dst = append(dst, delta.Part{Kind: delta.ToolCall, Index: idx, ID: id, Name: name})
+					}
+					if args := decoded(args); args != "" {
+						dst = append(dst, delta.Part{Kind: delta.ToolArgs, Index: idx, Text: args})
+					}
+				}
+				i++
 				return true
 			})
 		}
-		if fc := d.Get("function_call"); fc.IsObject() {
-			ci.Content, ci.ToolCalls = true, true
-		}
-		if fr := c.Get("finish_reason"); fr.Type == gjson.String {
+		fr := c.Get("finish_reason")
+		if fr.Type == gjson.String {
 			ci.Finish = true
 			ci.FinishReason = knownFinish(fr.Str)
+		}
+		if collect {
+			switch {
+			case !first:
+				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: "choices"})
+			case nonEmpty(c.Get("logprobs")):
+				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: "logprobs"})
+			case opaque != "":
+				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: opaque})
+			}
+			if first && fr.Type == gjson.String {
+				f := ci.FinishReason // a constant when it is one of OpenAI's
+				if f == "" {
+					f = fr.Str
+				}
+				dst = append(dst, delta.Part{Kind: delta.Finish, Finish: f})
+			}
 		}
 		return true
 	})
@@ -107,8 +224,62 @@ func inspect(s, part string) ChunkInfo {
 		if c := u.Get("prompt_tokens_details.cached_tokens"); c.Exists() {
 			ci.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: int(c.Int())}
 		}
+		if collect {
+			dst = append(dst, delta.Part{Kind: delta.Usage, Usage: delta.Tokens{
+				Input: ci.Usage.PromptTokens, Output: ci.Usage.CompletionTokens,
+				CacheRead:  int(u.Get("prompt_tokens_details.cached_tokens").Int()),
+				CacheWrite: int(u.Get("prompt_tokens_details.cache_creation_tokens").Int()),
+				Reasoning:  int(u.Get("completion_tokens_details.reasoning_tokens").Int())}})
+		}
 	}
-	return ci
+	return ci, dst
+}
+
+// appendStart appends the Start part of a chunk or body.
+func appendStart(dst []delta.Part, root gjson.Result) []delta.Part {
+	return append(dst, delta.Part{Kind: delta.Start, ID: root.Get("id").Str, Name: root.Get("model").Str, Created: root.Get("created").Int()})
+}
+
+// decoded is the text of a raw JSON string literal ("" for anything
+// else); it points into raw unless the literal holds escapes.
+func decoded(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	return gjson.Parse(raw).Str
+}
+
+// nonEmptyRaw is nonEmpty for a value's raw text.
+func nonEmptyRaw(v string) bool {
+	switch v {
+	case "", "null", "false", `""`:
+		return false
+	}
+	if v[0] == '{' || v[0] == '[' {
+		n := 0
+		jsonb.Members(v, func(_, _ string) bool { n++; return false })
+		if v[0] == '[' {
+			return len(strings.TrimSpace(v[1:len(v)-1])) > 0
+		}
+		return n > 0
+	}
+	return true
+}
+
+// nonEmpty reports whether a JSON value says something: not absent, null,
+// false, "", [] or {}.
+func nonEmpty(v gjson.Result) bool {
+	switch {
+	case !v.Exists(), v.Type == gjson.Null, v.Type == gjson.False:
+		return false
+	case v.Type == gjson.String:
+		return v.Str != ""
+	case v.IsArray(), v.IsObject():
+		n := 0
+		v.ForEach(func(_, _ gjson.Result) bool { n++; return false })
+		return n > 0
+	}
+	return true
 }
 
 // knownFinish returns reason as a constant string (never a view into the

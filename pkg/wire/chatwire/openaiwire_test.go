@@ -116,7 +116,9 @@ func TestInspectChunk(t *testing.T) {
 	}{
 		"role only": {`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, ChunkInfo{}},
 		"content":   {`{"choices":[{"index":0,"delta":{"content":"héllo"},"finish_reason":null}]}`, ChunkInfo{Content: true, Chars: 5}},
-		"tool":      {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`, ChunkInfo{Content: true, ToolCalls: true, Chars: 4}},
+		"tool":      {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`, ChunkInfo{Content: true, ToolCalls: true, Chars: 2}},
+		"escaped":   {`{"choices":[{"index":0,"delta":{"content":"a\nb\u00e9"}}]}`, ChunkInfo{Content: true, Chars: 4}},
+		"refusal":   {`{"choices":[{"index":0,"delta":{"refusal":"no"}}]}`, ChunkInfo{Content: true, Chars: 2}},
 		"finish":    {`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, ChunkInfo{Finish: true, FinishReason: "stop"}},
 		"usage":     {`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}}`, ChunkInfo{HasUsage: true, UsageOnly: true, Usage: Usage{3, 4, 7, &PromptTokensDetails{CachedTokens: 1}}}},
 		"error":     {`{"error":{"message":"x","type":"overloaded_error"}}`, ChunkInfo{Error: true, ErrorType: "overloaded_error"}},

@@ -77,3 +77,129 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Chars counts the characters (Unicode code points) of the text a JSON
+// string literal holds, without decoding it: raw is the literal with its
+// quotes (gjson.Result.Raw). An escape counts as the one character it
+// stands for (a \uD83D\uDE00 surrogate pair as one). raw that is not a
+// string literal counts 0. It does not allocate.
+func Chars(raw string) int {
+	if len(raw) < 2 || raw[0] != '"' {
+		return 0
+	}
+	s := raw[1 : len(raw)-1]
+	n := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\':
+			if i+1 < len(s) && s[i+1] == 'u' {
+				// A high surrogate followed by its low half is one character.
+				if i+12 <= len(s) && highSurrogate(s[i+2:i+4]) && s[i+6] == '\\' && s[i+7] == 'u' {
+					i += 12
+					n++
+					continue
+				}
+				i += 6
+			} else {
+				i += 2
+			}
+			n++
+		case c < utf8.RuneSelf:
+			i++
+			n++
+		default:
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			n++
+		}
+	}
+	return n
+}
+
+// highSurrogate reports whether the first two hex digits of a \u escape
+// (d8..db) start a UTF-16 high surrogate.
+func highSurrogate(h string) bool {
+	return (h[0] == 'd' || h[0] == 'D') && (h[1] >= '8' && h[1] <= '9' || h[1] >= 'a' && h[1] <= 'b' || h[1] >= 'A' && h[1] <= 'B')
+}
+
+// Members calls yield with each member of the JSON object obj (its raw
+// text, as gjson.Result.Raw gives it) in order: the key as written (an
+// escaped key is passed escaped) and the value's raw text. It stops when
+// yield returns false or at the first thing that is not well-formed
+// (callers read text that was validated already). Unlike gjson's ForEach,
+// it never decodes a string, so it does not allocate.
+func Members(obj string, yield func(key, value string) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		end := skipValue(obj, i)
+		key := obj[i+1 : max(i+1, end-1)]
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+		end = skipValue(obj, i)
+		if end <= i || !yield(key, obj[i:end]) {
+			return
+		}
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at s[i].
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		for j := i + 1; j < len(s); j++ {
+			switch s[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(s)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = skipValue(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) && s[j] != ',' && s[j] != '}' && s[j] != ']' && s[j] != ' ' && s[j] != '\n' && s[j] != '\t' && s[j] != '\r' {
+		j++
+	}
+	return j
+}

@@ -3,6 +3,7 @@ package jsonb
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +47,31 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("invalid JSON %s", got)
 		}
 	})
+}
+
+func TestCharsCountsTheDecodedText(t *testing.T) {
+	for raw, want := range map[string]int{
+		`""`: 0, `"abc"`: 3, `"caf\u00e9"`: 4, `"café"`: 4, `"a\nb\"c"`: 5, `"\ud83d\ude00!"`: 2, `"😀"`: 1, `42`: 0, `"\\"`: 1,
+	} {
+		if got := Chars(raw); got != want {
+			t.Errorf("Chars(%s) = %d, want %d", raw, got, want)
+		}
+	}
+}
+
+func TestMembers(t *testing.T) {
+	var got []string
+	Members(` { "a" : "x\"y" , "b":{"c":[1,"]"]}, "d":null,"e":-1.5e3 ,"f":true}`, func(k, v string) bool {
+		got = append(got, k+"="+v)
+		return true
+	})
+	want := []string{`a="x\"y"`, `b={"c":[1,"]"]}`, `d=null`, `e=-1.5e3`, `f=true`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %q", got)
+	}
+	n := 0
+	obj := `{"type":"text_delta","text":"caf\u00e9 \"ok\""}`
+	if a := testing.AllocsPerRun(100, func() { Members(obj, func(_, v string) bool { n += Chars(v); return true }) }); a != 0 {
+		t.Errorf("%v allocations", a)
+	}
 }

@@ -1,7 +1,8 @@
 // Package messageswire holds the Anthropic Messages API wire format as the
 // gateway uses it: the request it sends (POST /v1/messages), the response
-// it reads, the server-sent stream events and the error body. It holds types
-// only; the translation to and from OpenAI's format lives in
+// it reads, the server-sent stream events and the error body, and the one
+// reader of its answers (read.go), shared by the Anthropic adapter and the
+// Messages ingress. The translation of requests lives in
 // pkg/provider/anthropic.
 package messageswire
 
