@@ -64,6 +64,36 @@ type Trace struct {
 	// Continued lists the targets that continued the stream after a cut
 	// (mid-stream continuation), in order.
 	Continued []string
+	// Dropped lists the request features translating targets went
+	// without because the route's translate_without allowed it
+	// (provider.Refuse), by target.
+	Dropped []Drop
+}
+
+// Drop is one feature (Key, as translate_without names it) that target
+// Target went without.
+type Drop struct{ Target, Key string }
+
+// NoteDrop records that target went without feature key (once).
+func (t *Trace) NoteDrop(target, key string) {
+	d := Drop{Target: target, Key: key}
+	for _, x := range t.Dropped {
+		if x == d {
+			return
+		}
+	}
+	t.Dropped = append(t.Dropped, d)
+}
+
+// DroppedBy returns the keys target went without, in the order noted.
+func (t *Trace) DroppedBy(target string) []string {
+	var out []string
+	for _, d := range t.Dropped {
+		if d.Target == target {
+			out = append(out, d.Key)
+		}
+	}
+	return out
 }
 
 // Millis converts a duration to fractional milliseconds, the unit of every

@@ -153,22 +153,33 @@ func (x *exchangeState) setGatewayHeaders() {
 // translate_without let it drop some (the only way such a target serves a
 // request holding them), the response carries x-gateway-dropped-features
 // and the record lists them.
+//
+// A translating adapter that dropped a part of the Prompt it cannot carry
+// (provider.Refuse) noted it on the trace; those of the serving target are
+// listed too.
 func (x *exchangeState) noteDropped() {
 	req := x.req
 	p, ok := x.rt.cfg.Providers[req.Trace.Provider]
-	if !ok || len(req.Untranslated) == 0 || p.Speaks(string(req.API)) {
+	if !ok || p.Speaks(string(req.API)) {
 		return
 	}
+	keys := req.Trace.DroppedBy(req.Trace.Target)
 	for _, f := range req.Untranslated {
 		k := f.Key
 		if k == "" {
 			k = exchange.FeatureKey(f.Param)
 		}
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
 		if !slices.Contains(x.rec.DroppedFeatures, k) {
 			x.rec.DroppedFeatures = append(x.rec.DroppedFeatures, k)
 		}
 	}
-	x.w.Header().Set("x-gateway-dropped-features", strings.Join(x.rec.DroppedFeatures, ","))
+	if len(x.rec.DroppedFeatures) > 0 {
+		slices.Sort(x.rec.DroppedFeatures)
+		x.w.Header().Set("x-gateway-dropped-features", strings.Join(x.rec.DroppedFeatures, ","))
+	}
 }
 
 // fail answers with an error before anything was committed, in the
