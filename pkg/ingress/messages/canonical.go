@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -231,12 +230,4 @@ func (c *converter) toolChoice(raw json.RawMessage, names map[string]bool) error
 		c.chat.ParallelToolCalls = &no
 	}
 	return nil
-}
-
-// cacheCtl returns a cache_control value, nil when absent or null.
-func cacheCtl(raw json.RawMessage) json.RawMessage {
-	if isNull(raw) {
-		return nil
-	}
-	return bytes.TrimSpace(raw)
 }

@@ -111,8 +111,8 @@ func TestCountDecodeNeedsNoMaxTokens(t *testing.T) {
 	}
 }
 
-// canonical returns the canonical form of body as JSON, and the params of
-// what it could not carry.
+// canonical returns the retiring Chat form of body as JSON, and the params
+// of what that form could not carry (Request.ChatLost).
 func canonical(t *testing.T, body string) (string, []string) {
 	t.Helper()
 	req, err := decodeBody(t, body)
@@ -120,11 +120,16 @@ func canonical(t *testing.T, body string) (string, []string) {
 		t.Fatal(err)
 	}
 	out, _ := json.Marshal(req.Chat)
-	var lost []string
-	for _, f := range req.Untranslated {
-		lost = append(lost, f.Param+": "+f.What)
+	return string(out), features(req.ChatLost)
+}
+
+// features lists fs as "param: what".
+func features(fs []exchange.Feature) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Param+": "+f.What)
 	}
-	return string(out), lost
+	return out
 }
 
 func TestCanonicalForm(t *testing.T) {
@@ -161,7 +166,10 @@ func TestCanonicalForm(t *testing.T) {
 	}
 }
 
-func TestUntranslatedFeaturesAreListedNeverDropped(t *testing.T) {
+// TestChatFormLossesAreListed: what the retiring Chat form cannot carry is
+// listed in ChatLost, so that an adapter still building from it refuses the
+// request (provider.RefuseChatLost).
+func TestChatFormLossesAreListed(t *testing.T) {
 	asst := func(block string) string {
 		return `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[` + block + `]},{"role":"user","content":"y"}]}`
 	}

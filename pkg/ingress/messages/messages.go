@@ -1,6 +1,7 @@
 // Package messages is the Anthropic Messages ingress (POST /v1/messages,
 // and POST /v1/messages/count_tokens): validation of the request (see
-// request.go), its canonical form for translating targets (canonical.go),
+// request.go), its canonical Prompt for translating targets (prompt.go; the
+// retiring Chat form in canonical.go),
 // an encoder that relays an Anthropic upstream's own frames untouched
 // (passthrough) or builds Anthropic server-sent events and Message bodies
 // from the canonical events of any other upstream (stream.go, body.go),
@@ -14,7 +15,6 @@ import (
 	"net/http"
 	"strings"
 
-	chatingress "github.com/llmgw/llmgw/pkg/ingress/chat"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -51,16 +51,16 @@ func decode(r *http.Request, body []byte, req *exchange.Request, count bool) err
 	if err != nil {
 		return err
 	}
-	chat, lost, err := toCanonical(mr, keys)
+	prompt, untranslated, err := toPrompt(mr, keys)
 	if err != nil {
 		return err
 	}
-	req.Chat, req.Body, req.Untranslated = chat, body, lost
-	// The Prompt from the chat form, until this ingress decodes into it
-	// directly (what the chat form lost is in lost already).
-	if req.Prompt, _, err = chatingress.ToPrompt(chat, nil); err != nil {
+	chat, chatLost, err := toCanonical(mr, keys)
+	if err != nil {
 		return err
 	}
+	req.Prompt, req.Body, req.Untranslated = prompt, body, untranslated
+	req.Chat, req.ChatLost = chat, chatLost
 	req.Route, req.Stream, req.WantsUsage = mr.Model, mr.Stream && !count, true
 	for _, h := range forwarded {
 		if vs := r.Header.Values(h); len(vs) > 0 {

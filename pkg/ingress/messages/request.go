@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -59,6 +60,7 @@ type block struct {
 	Thinking     *string         `json:"thinking"`
 	Signature    *string         `json:"signature"`
 	Data         *string         `json:"data"`
+	Citations    json.RawMessage `json:"citations"`
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
@@ -244,30 +246,50 @@ func keysOf(raw json.RawMessage) []string {
 	return keys
 }
 
-// converter builds the canonical form and collects what it cannot carry.
+// converter builds the retiring Chat form (canonical.go) and collects what
+// it cannot carry.
 type converter struct {
 	chat *chatwire.ChatRequest
+	losses
+}
+
+// losses collects the features a conversion cannot carry.
+type losses struct {
 	lost []exchange.Feature
 }
 
-// lose records a feature the canonical form cannot carry: param is where it
+// lose records a feature the target form cannot carry: param is where it
 // is, key its stable name (what a route's translate_without lists).
-func (c *converter) lose(param, key, format string, args ...any) {
+func (c *losses) lose(param, key, format string, args ...any) {
 	c.lost = append(c.lost, exchange.Feature{Param: param, Key: key, What: fmt.Sprintf(format, args...)})
 }
 
 // extraKeys records the members of a JSON object outside known.
-func (c *converter) extraKeys(param string, raw json.RawMessage, known ...string) {
+func (c *losses) extraKeys(param string, raw json.RawMessage, known ...string) {
 	for _, k := range keysOf(raw) {
-		found := false
-		for _, n := range known {
-			if k == n {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(known, k) {
 			c.lose(param+"."+k, exchange.FeatureKey(param+"."+k), "field %q", param+"."+k)
 		}
 	}
+}
+
+// imageTypes are the image media types Anthropic accepts inline.
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// decodeBlock reads one content block, which must have a type.
+func decodeBlock(p string, raw json.RawMessage) (block, error) {
+	var b block
+	if !isObject(raw) || json.Unmarshal(raw, &b) != nil || b.Type == "" {
+		return b, bad(p, "%s: must be a content block object with a type", p)
+	}
+	return b, nil
+}
+
+// cacheCtl returns a raw member (a cache_control value, a tool definition)
+// trimmed, nil when absent or null.
+func cacheCtl(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) {
+		return nil
+	}
+	return bytes.TrimSpace(raw)
 }

@@ -11,9 +11,6 @@ import (
 // The conversation's conversion into canonical messages (see canonical.go
 // for the mapping).
 
-// imageTypes are the image media types Anthropic accepts inline.
-var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
-
 // message converts one turn. last is true for the final turn.
 func (c *converter) message(i int, m message, last bool) error {
 	p := fmt.Sprintf("messages[%d]", i)
@@ -75,15 +72,6 @@ func (c *converter) midSystem(p string, raw json.RawMessage) error {
 	}
 	c.add(chatwire.Message{Role: "system", Content: chatwire.Content{IsParts: true, Parts: parts}})
 	return nil
-}
-
-// decodeBlock reads one content block, which must have a type.
-func decodeBlock(p string, raw json.RawMessage) (block, error) {
-	var b block
-	if !isObject(raw) || json.Unmarshal(raw, &b) != nil || b.Type == "" {
-		return b, bad(p, "%s: must be a content block object with a type", p)
-	}
-	return b, nil
 }
 
 // user converts a user turn: tool results become tool messages, placed
