@@ -240,6 +240,10 @@ func (c *toPrompt) message(i int, m *chatwire.Message) error {
 		c.add(exchange.Message{Role: exchange.RoleAssistant, Content: blocks, Name: m.Name})
 		return nil
 	}
+	if m.Role == "function" { // legacy function calling: a result with no call id to pair with
+		c.lose(p+".role", "legacy function messages (role function; use tools)")
+		return nil
+	}
 	markLast(blocks, m.CacheCtl)
 	c.add(exchange.Message{Role: exchange.RoleUser, Content: blocks, Name: m.Name})
 	return nil

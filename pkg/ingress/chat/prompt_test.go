@@ -88,13 +88,14 @@ func TestToPromptNamesWhatItCannotCarry(t *testing.T) {
 	_, lost := promptOf(t, `{"model":"m","logprobs":true,"logit_bias":{"1":2},"modalities":["text","audio"],"audio":{"voice":"x"},"mystery":1,
 	 "tools":[{"type":"web_search"}],
 	 "messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}},{"type":"file","file":{"file_id":"f1"}}]},
-	  {"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"n","arguments":"not json"}}]}]}`)
+	  {"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"n","arguments":"not json"}}]},
+	  {"role":"function","name":"n","content":"x"}]}`)
 	var keys []string
 	for _, f := range lost {
 		keys = append(keys, f.Key)
 	}
 	got := strings.Join(keys, ",")
-	for _, want := range []string{"logprobs", "logit_bias", "modalities", "audio", "mystery", "messages.content.type", "messages.content.file.file_id", "messages.tool_calls.function.arguments"} {
+	for _, want := range []string{"logprobs", "logit_bias", "modalities", "audio", "mystery", "messages.content.type", "messages.content.file.file_id", "messages.tool_calls.function.arguments", "messages.role"} {
 		if !strings.Contains(","+got+",", ","+want+",") {
 			t.Errorf("lost %q, missing %q", got, want)
 		}

@@ -1,7 +1,7 @@
 // Package anthropic is the adapter for Anthropic's native Messages API
-// (provider kind "anthropic"). It translates the request's canonical form
-// (the OpenAI chat shape, exchange.Request.Chat) into a Messages request (see request.go for what is
-// translated, rejected and ignored), sends it to {base_url}/v1/messages and
+// (provider kind "anthropic"). It translates the request's canonical
+// Prompt (exchange.Request.Prompt) into a Messages request (see request.go
+// for what is translated, refused and ignored), sends it to {base_url}/v1/messages and
 // translates the response, streamed (see stream.go) or whole (see
 // response.go), into canonical events (exchange.Event) that the client's
 // ingress encodes. A client of the Messages API itself is served by
@@ -49,7 +49,14 @@ type Adapter struct {
 	client     *http.Client
 }
 
-var _ provider.Provider = (*Adapter)(nil)
+var (
+	_ provider.Provider     = (*Adapter)(nil)
+	_ provider.PromptReader = (*Adapter)(nil)
+)
+
+// ReadsPrompt implements provider.PromptReader: translated requests are
+// built from call.Prompt.
+func (*Adapter) ReadsPrompt() {}
 
 // New returns the adapter for provider id. The endpoint is base_url +
 // "/v1/messages" (base_url like https://api.anthropic.com; a base_url that
@@ -90,8 +97,8 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if provider.Passthrough(call.Req, exchange.Messages) {
 		return a.passthrough(ctx, call)
 	}
-	tr := translator{target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
-	areq, err := tr.translateRequest(call.Req, call.Chat(), call.Model(), call.MaxTokens())
+	tr := translator{call: call, target: a.id + "/" + call.Model(), prov: a.id, noSampling: a.version >= samplingRemoved}
+	areq, err := tr.translateRequest(call.Prompt(), call.Req.Stream, call.Model(), call.MaxTokens())
 	if err != nil {
 		return nil, err
 	}

@@ -92,12 +92,12 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 // whose default max_tokens is 1024.
 func newCall(t *testing.T, body string, key keyledger.Key) *provider.Call {
 	t.Helper()
-	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
+	call, err := promptCall(t, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
-	return &provider.Call{Req: rq, Step: config.Step{Model: "claude-x", MaxTokens: 1024}, Key: key}
+	call.Key = key
+	return call
 }
 
 func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
@@ -144,7 +144,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	}
 	want := `{"model":"claude-x","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"be brief"}],
 		"messages":[{"role":"user","content":[{"type":"text","text":"weather?"}]}],"temperature":0.2,
-		"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"location":{"type":"string"}}}}],"tool_choice":{"type":"auto"}}`
+		"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"location":{"type":"string"}}}}]}`
 	if !reflect.DeepEqual(canon(t, r.body), canon(t, []byte(want))) {
 		t.Errorf("upstream body\n got %s\nwant %s", r.body, compact(t, want))
 	}
@@ -307,7 +307,16 @@ func TestSendRejectsUnsupportedBeforeAnyNetworkCall(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	for _, c := range rejectCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := a.Send(context.Background(), newCall(t, c.body, keyledger.NewKey(testSecret, 0)))
+			call, err := promptCall(t, c.body)
+			if err == nil {
+				call.Key = keyledger.NewKey(testSecret, 0)
+				// the registry's guard, then the adapter
+				if e := provider.RefuseUntranslated(call.Req, call.Step.ID, false); e != nil {
+					err = e
+				} else {
+					_, err = a.Send(context.Background(), call)
+				}
+			}
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Param != c.param {
 				t.Fatalf("err = %v, want invalid_request param %q", err, c.param)
@@ -415,12 +424,12 @@ func TestVariantIsAppliedToTheTranslatedRequest(t *testing.T) {
 	if _, err := a.Send(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"model":"claude-x","max_tokens":200,"system":[{"type":"text","text":"You are Claude. be brief"}],
+	want := `{"model":"claude-x","max_tokens":200,"system":[{"type":"text","text":"You are Claude. "},{"type":"text","text":"be brief"}],
 		"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"temperature":0.3}`
 	if got := up.requests()[0].body; !reflect.DeepEqual(canon(t, got), canon(t, []byte(want))) {
 		t.Errorf("upstream body\n got %s\nwant %s", got, compact(t, want))
 	}
-	if *call.Req.Chat.Temperature != 0.9 || call.Req.Chat.Messages[0].Content.Text != "be brief" {
+	if p := call.Req.Prompt; *p.Sampling.Temperature != 0.9 || len(p.System) != 1 || p.System[0].Text != "be brief" {
 		t.Error("the variant edited the request other targets see")
 	}
 }

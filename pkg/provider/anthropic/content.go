@@ -2,74 +2,62 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
 // The conversation's translation (see request.go for what is translated,
-// rejected and ignored): messages into turns of content blocks, and the
-// system prompt.
+// refused and ignored): the Prompt's messages into turns of content blocks,
+// and the system prompt.
 
-// cacheCtl returns a cache_control value, nil when absent or null.
-func cacheCtl(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
+// cacheControl is the cache_control of a breakpoint, nil for none.
+func cacheControl(c *exchange.CacheBreakpoint) json.RawMessage {
+	if c == nil {
 		return nil
 	}
-	return raw
-}
-
-// markLast puts a message-level cache_control on the last block, unless
-// that block has its own.
-func markLast(blocks []messageswire.ContentBlock, cc json.RawMessage) {
-	if cc = cacheCtl(cc); cc == nil || len(blocks) == 0 {
-		return
+	if c.TTL == "" {
+		return json.RawMessage(`{"type":"ephemeral"}`)
 	}
-	if b := &blocks[len(blocks)-1]; b.CacheControl == nil {
-		b.CacheControl = cc
-	}
+	return json.RawMessage(`{"type":"ephemeral","ttl":` + strconv.Quote(c.TTL) + `}`)
 }
 
 // messages translates the conversation and the system prompt.
-func (t *translator) messages(out *messageswire.Request, msgs []chatwire.Message) error {
-	for i, m := range msgs {
-		p := fmt.Sprintf("messages[%d]", i)
+func (t *translator) messages(out *messageswire.Request, p *exchange.Prompt) error {
+	sys, err := t.blocks("system", p.System, false)
+	if err != nil {
+		return err
+	}
+	out.System = sys
+	for i, m := range p.Messages {
+		pm := fmt.Sprintf("messages[%d]", i)
 		var role string
-		var blocks []messageswire.ContentBlock
-		var err error
 		switch m.Role {
-		case "system", "developer":
-			blocks, err = t.parts(p, m.Content, false)
+		case exchange.RoleSystem:
+			blocks, err := t.blocks(pm, m.Content, false)
 			if err != nil {
 				return err
 			}
-			markLast(blocks, m.CacheCtl)
 			out.System = append(out.System, blocks...)
 			continue
-		case "user":
+		case exchange.RoleUser:
 			role = messageswire.RoleUser
-			blocks, err = t.parts(p, m.Content, true)
-		case "assistant":
+		case exchange.RoleAssistant:
 			role = messageswire.RoleAssistant
-			blocks, err = t.assistant(p, m)
-		case "tool":
-			role = messageswire.RoleUser
-			blocks, err = t.toolResult(p, m)
 		default:
-			return t.unsupported(p+".role", fmt.Sprintf("role %q (legacy function calling; use tools)", m.Role))
+			return t.invalid(pm+".role", "%s.role %q is not a canonical role", pm, m.Role)
 		}
+		blocks, err := t.blocks(pm, m.Content, true)
 		if err != nil {
 			return err
 		}
 		if len(blocks) == 0 {
-			return t.invalid(p+".content", "%s has no content; Anthropic requires every message to have non-empty content", p)
-		}
-		if m.Role != "tool" {
-			markLast(blocks, m.CacheCtl)
+			return t.invalid(pm+".content", "%s has no content; Anthropic requires every message to have non-empty content", pm)
 		}
 		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
 			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
@@ -116,143 +104,114 @@ reorder:
 	copy(blocks, sorted)
 }
 
-// parts translates a message's content. Empty text is dropped (the API
-// rejects empty text blocks). media allows images and files.
-func (t *translator) parts(p string, c chatwire.Content, media bool) ([]messageswire.ContentBlock, error) {
-	if !c.IsParts {
-		if c.Text == "" {
-			return nil, nil
-		}
-		return []messageswire.ContentBlock{{Type: messageswire.BlockText, Text: c.Text}}, nil
-	}
-	blocks := make([]messageswire.ContentBlock, 0, len(c.Parts))
-	for j, part := range c.Parts {
+// blocks translates content blocks. Empty text is dropped (the API
+// rejects empty text blocks). turn is false for the system prompt, which
+// takes text only.
+func (t *translator) blocks(p string, in []exchange.Block, turn bool) ([]messageswire.ContentBlock, error) {
+	out := make([]messageswire.ContentBlock, 0, len(in))
+	for j := range in {
+		b := &in[j]
 		pp := fmt.Sprintf("%s.content[%d]", p, j)
-		b := messageswire.ContentBlock{CacheControl: cacheCtl(part.CacheCtl)}
-		switch part.Type {
-		case "text", "refusal":
-			b.Type, b.Text = messageswire.BlockText, part.Text
-			if part.Type == "refusal" {
-				b.Text = part.Refusal
+		if p == "system" {
+			pp = fmt.Sprintf("system[%d]", j)
+		}
+		if !turn && b.Type != exchange.BlockText && b.Type != exchange.BlockRefusal {
+			if e := t.unsupported("system_media", pp, "an image or file in a system message"); e != nil {
+				return nil, e
 			}
+			continue
+		}
+		w := messageswire.ContentBlock{CacheControl: cacheControl(b.Cache)}
+		switch b.Type {
+		case exchange.BlockText, exchange.BlockRefusal:
 			if b.Text == "" {
 				continue
 			}
-		case "image_url":
-			if !media {
-				return nil, t.unsupported(pp, "an image in a system message")
-			}
-			src, err := t.imageSource(pp, part.ImageURL.URL)
+			w.Type, w.Text, w.Citations = messageswire.BlockText, b.Text, citations(b.Citations)
+		case exchange.BlockImage:
+			src, err := t.source(pp, b, false)
 			if err != nil {
 				return nil, err
 			}
-			b.Type, b.Source = messageswire.BlockImage, src
-		case "file":
-			if !media {
-				return nil, t.unsupported(pp, "a file in a system message")
-			}
-			src, err := t.fileSource(pp, part.File)
+			w.Type, w.Source = messageswire.BlockImage, src
+		case exchange.BlockDocument:
+			src, err := t.source(pp, b, true)
 			if err != nil {
 				return nil, err
 			}
-			b.Type, b.Source = messageswire.BlockDocument, src
-		case "input_audio":
-			return nil, t.unsupported(pp, "input_audio content")
+			if src == nil { // dropped
+				continue
+			}
+			w.Type, w.Source, w.Title, w.Context = messageswire.BlockDocument, src, b.Title, b.Context
+			if b.AskCitations {
+				w.Citations = json.RawMessage(`{"enabled":true}`)
+			}
+		case exchange.BlockToolUse:
+			if b.ToolID == "" || b.ToolName == "" {
+				return nil, t.invalid(pp, "%s: a tool call needs an id and a name", pp)
+			}
+			w.Type, w.ID, w.Name, w.Input = messageswire.BlockToolUse, b.ToolID, b.ToolName, b.Input
+			if len(bytes.TrimSpace(w.Input)) == 0 {
+				w.Input = json.RawMessage("{}")
+			}
+		case exchange.BlockToolResult:
+			content, err := t.blocks(pp, b.Content, true)
+			if err != nil {
+				return nil, err
+			}
+			w.Type, w.ToolUseID, w.Content, w.IsError = messageswire.BlockToolResult, b.ToolID, content, b.IsError
+		case exchange.BlockThinking:
+			w.Type, w.Thinking, w.Signature = messageswire.BlockThinking, b.Text, b.Signature
+		case exchange.BlockRedactedThinking:
+			w.Type, w.Data = messageswire.BlockRedactedThinking, string(b.Data)
 		default:
-			return nil, t.unsupported(pp, fmt.Sprintf("content part type %q", part.Type))
+			return nil, t.invalid(pp, "%s: unknown block type %d", pp, b.Type)
 		}
-		blocks = append(blocks, b)
+		out = append(out, w)
 	}
-	return blocks, nil
+	return out, nil
 }
 
-// imageSource translates an image URL: a base64 data URL becomes inline
-// data, an http(s) URL a url source.
-func (t *translator) imageSource(p, u string) (*messageswire.Source, error) {
-	if strings.HasPrefix(u, "data:") {
-		mt, data, ok := parseDataURL(u)
-		if !ok {
-			return nil, t.invalid(p+".image_url.url", "%s.image_url.url is a data URL that is not base64 (want data:<media type>;base64,<data>)", p)
+// citations are an earlier answer's citations, sent back when each one is
+// Anthropic's own (it has its Raw form); nil otherwise (the text is kept).
+func citations(cs []exchange.Citation) json.RawMessage {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := []byte{'['}
+	for i, c := range cs {
+		if len(c.Raw) == 0 {
+			return nil
 		}
-		return &messageswire.Source{Type: "base64", MediaType: mt, Data: data}, nil
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, c.Raw...)
 	}
-	if l := strings.ToLower(u); strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://") {
-		return &messageswire.Source{Type: "url", URL: u}, nil
-	}
-	return nil, t.invalid(p+".image_url.url", "%s.image_url.url must be an http(s) URL or a base64 data URL", p)
+	return append(out, ']')
 }
 
-// fileSource translates a file part: only PDF given inline as a data URL.
-func (t *translator) fileSource(p string, raw json.RawMessage) (*messageswire.Source, error) {
-	var f struct {
-		FileData string `json:"file_data"`
-		FileID   string `json:"file_id"`
-	}
-	_ = json.Unmarshal(raw, &f)
-	if f.FileData == "" {
-		return nil, t.unsupported(p+".file", "a file part without file_data (file_id)")
-	}
-	mt, data, ok := parseDataURL(f.FileData)
-	if !ok || mt != "application/pdf" {
-		return nil, t.unsupported(p+".file.file_data", "a file part other than a base64 PDF data URL")
-	}
-	return &messageswire.Source{Type: "base64", MediaType: mt, Data: data}, nil
-}
-
-// parseDataURL splits data:<media type>[;params];base64,<data>.
-func parseDataURL(u string) (mediaType, data string, ok bool) {
-	rest, ok := strings.CutPrefix(u, "data:")
-	if !ok {
-		return "", "", false
-	}
-	meta, data, ok := strings.Cut(rest, ",")
-	if !ok {
-		return "", "", false
-	}
-	params := strings.Split(meta, ";")
-	if len(params) < 2 || !strings.EqualFold(params[len(params)-1], "base64") || params[0] == "" {
-		return "", "", false
-	}
-	return strings.ToLower(params[0]), data, true
-}
-
-// assistant translates an assistant turn: its text, then its tool calls as
-// tool_use blocks whose input is the parsed arguments.
-func (t *translator) assistant(p string, m chatwire.Message) ([]messageswire.ContentBlock, error) {
-	blocks, err := t.parts(p, m.Content, false)
-	if err != nil {
-		return nil, err
-	}
-	if m.Refusal != nil && *m.Refusal != "" && len(blocks) == 0 {
-		blocks = append(blocks, messageswire.ContentBlock{Type: messageswire.BlockText, Text: *m.Refusal})
-	}
-	for j, tc := range m.ToolCalls {
-		pp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
-		if tc.Type != "" && tc.Type != "function" {
-			return nil, t.unsupported(pp+".type", fmt.Sprintf("tool call type %q", tc.Type))
+// source is the source of an image or document block: bytes as base64 (a
+// document's text/plain bytes as a text source), an http(s) URL as a url
+// source. A document of another media type is refused (nil, nil when the
+// route lets it drop).
+func (t *translator) source(p string, b *exchange.Block, doc bool) (*messageswire.Source, error) {
+	if b.URL != "" {
+		if l := strings.ToLower(b.URL); strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://") {
+			return &messageswire.Source{Type: "url", URL: b.URL}, nil
 		}
-		if tc.ID == "" || tc.Function.Name == "" {
-			return nil, t.invalid(pp, "%s needs an id and a function name", pp)
-		}
-		args := bytes.TrimSpace([]byte(tc.Function.Arguments))
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		if !json.Valid(args) || args[0] != '{' {
-			return nil, t.invalid(pp+".function.arguments", "%s.function.arguments is not a JSON object", pp)
-		}
-		blocks = append(blocks, messageswire.ContentBlock{Type: messageswire.BlockToolUse, ID: tc.ID, Name: tc.Function.Name, Input: args})
+		return nil, t.invalid(p+".url", "%s: the URL must be http(s) or the bytes inline", p)
 	}
-	return blocks, nil
-}
-
-// toolResult translates a tool message into a tool_result block; the
-// message's cache_control goes on the block itself.
-func (t *translator) toolResult(p string, m chatwire.Message) ([]messageswire.ContentBlock, error) {
-	content, err := t.parts(p, m.Content, true)
-	if err != nil {
-		return nil, err
+	switch {
+	case !doc:
+		return &messageswire.Source{Type: "base64", MediaType: b.MediaType, Data: base64.StdEncoding.EncodeToString(b.Data)}, nil
+	case b.MediaType == "application/pdf":
+		return &messageswire.Source{Type: "base64", MediaType: b.MediaType, Data: base64.StdEncoding.EncodeToString(b.Data)}, nil
+	case b.MediaType == "text/plain":
+		return &messageswire.Source{Type: "text", MediaType: b.MediaType, Data: string(b.Data)}, nil
 	}
-	return []messageswire.ContentBlock{{Type: messageswire.BlockToolResult, ToolUseID: m.ToolCallID,
-		Content: content, CacheControl: cacheCtl(m.CacheCtl)}}, nil
+	if e := t.unsupported("document_sources", p, fmt.Sprintf("a %q document (Anthropic takes PDF and plain text)", b.MediaType)); e != nil {
+		return nil, e
+	}
+	return nil, nil
 }

@@ -9,56 +9,49 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
-// Request translation, OpenAI Chat Completions -> Anthropic Messages.
+// Request translation, canonical Prompt -> Anthropic Messages (for clients
+// of every other API; a Messages client is passed through).
 //
-// Translated: system and developer messages (wherever they appear) become
-// the top-level system text blocks, in order; user, assistant and tool
-// messages become content blocks, consecutive turns of one role merged and
-// tool results sent as user-role tool_result blocks placed before any other
-// content of that turn, as the API requires; images (data URLs as base64,
-// http(s) URLs as url sources); PDF file parts given as data URLs
-// (document blocks); tools, tool_choice and parallel_tool_calls; assistant
-// tool calls (tool_use blocks); stop, temperature (0..1 only), top_p,
-// top_k (a common extension), max_completion_tokens / max_tokens (else the
-// target's default), user (metadata.user_id) and cache_control on
-// messages, content parts and tools.
+// Translated: the system prompt and system messages (wherever they appear)
+// become the top-level system text blocks, in order; user and assistant
+// turns become content blocks, consecutive turns of one role merged and
+// tool results placed before any other content of their turn, as the API
+// requires; images (bytes as base64, http(s) URLs as url sources);
+// documents (PDF bytes as base64, text/plain as text sources, http(s) URLs
+// as url sources; title, context and citations.enabled); tool use and tool
+// results (with is_error); thinking blocks with their signatures and
+// redacted thinking, byte-exact; an earlier answer's citations when they
+// came from Anthropic (each citation's Raw); refusals as text; a final
+// assistant message (prefill); tools, tool choice and no-parallel; stop,
+// temperature (0..1 only), top_p, top_k, the output limit (else the
+// target's default), user (metadata.user_id), the reasoning mode
+// (thinking enabled with its budget, adaptive, disabled) and every cache
+// breakpoint (cache_control with its ttl).
 //
 // response_format json_object and json_schema are translated into a final
 // system instruction asking for JSON only (with the schema for
 // json_schema): Anthropic has no JSON mode on this API version, so the
 // output is best-effort JSON, not constrained decoding.
 //
-// Rejected with invalid_request before any network call (Anthropic cannot
-// honour them): temperature, top_p and top_k when the provider is
-// configured with anthropic_version 2026-10-21 or later (that version
-// removed them; the default 2023-06-01 has them), n > 1, logprobs, top_logprobs > 0, audio output
-// (audio, modalities with "audio"), input_audio parts, file parts other
-// than PDF data URLs, non-zero presence_penalty / frequency_penalty,
-// logit_bias, temperature above 1, reasoning_effort, legacy function
-// calling (functions, function_call, role function), and any top-level
-// field this translator does not know.
+// Refused before any network call (provider.Refuse: unsupported_feature,
+// unless the route's translate_without lets the feature drop): temperature,
+// top_p and top_k when the provider is configured with anthropic_version
+// 2026-10-21 or later (that version removed them; the default 2023-06-01
+// has them), several choices (n > 1), non-zero presence / frequency
+// penalties, temperature above 1, a reasoning effort (reasoning_effort),
+// custom and built-in tools, and documents of other media types. What the
+// client's API can say but a Prompt cannot hold (logprobs, audio, legacy
+// function calling, unknown fields, ...) is refused by the registry's guard
+// (exchange.Request.Untranslated).
 //
 // Ignored, by documented choice: seed (OpenAI itself gives no determinism
-// guarantee), store and metadata (OpenAI-side storage), service_tier,
-// prompt_cache_key (Anthropic caches by cache_control), message names,
-// image detail, a tool's strict flag, and parallel_tool_calls when there
-// are no tools. presence_penalty / frequency_penalty of exactly 0 and n=1
-// are accepted: they ask for the default.
-
-// topLevel lists the request fields the translator knows: translated,
-// validated or deliberately ignored. Any other field is rejected.
-var topLevel = map[string]bool{
-	"model": true, "messages": true, "stream": true, "stream_options": true, "n": true,
-	"max_tokens": true, "max_completion_tokens": true, "temperature": true, "top_p": true, "top_k": true,
-	"presence_penalty": true, "frequency_penalty": true, "seed": true, "stop": true, "tools": true,
-	"tool_choice": true, "parallel_tool_calls": true, "response_format": true, "user": true,
-	"logprobs": true, "top_logprobs": true, "logit_bias": true, "modalities": true, "audio": true,
-	"metadata": true, "reasoning_effort": true, "store": true, "service_tier": true, "prompt_cache_key": true,
-}
+// guarantee), request metadata (OpenAI-side storage), message names, image
+// detail, a document's file name, a tool's strict flag, reasoning summary
+// settings, citations of an earlier answer that did not come from
+// Anthropic (the text is kept), and no-parallel when there are no tools.
 
 // samplingRemoved is the first anthropic-version that rejects temperature,
 // top_p and top_k (with a 400, even at their defaults).
@@ -66,15 +59,20 @@ const samplingRemoved = "2026-10-21"
 
 // translator builds one Anthropic request and names the target in errors.
 type translator struct {
+	call       *provider.Call
 	target     string // provider id and model, for error messages
 	prov       string
 	noSampling bool // the configured anthropic-version has no sampling parameters
 }
 
-// unsupported is the error for a feature the target cannot honour.
-func (t *translator) unsupported(param, feature string) *gwerr.Error {
-	return &gwerr.Error{Category: gwerr.InvalidRequest, Param: param, Code: provider.CodeUnsupportedFeature,
-		Message: fmt.Sprintf("%s is not supported by target %s (Anthropic Messages API)", feature, t.target)}
+// unsupported is the refusal of a feature the target cannot honour, nil
+// when the route lets it drop (provider.Refuse).
+func (t *translator) unsupported(key, param, feature string) *gwerr.Error {
+	if e := provider.Refuse(t.call, key, param, feature); e != nil {
+		e.Message = fmt.Sprintf("%s is not supported by target %s (Anthropic Messages API)", feature, t.target)
+		return e
+	}
+	return nil
 }
 
 // invalid is the error for a request the translator cannot make sense of.
@@ -83,163 +81,145 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 		Message: fmt.Sprintf(format, args...) + " (target " + t.target + ")"}
 }
 
-// translateRequest returns the Anthropic request for the canonical form r
-// of req (provider.Call.Chat: req.Chat with the target's variant); a Chat
-// Completions client's raw body is also checked for fields the translator
-// does not know (see chatBody). defaultMax is the
-// output limit when the client gives none: the target's max_tokens,
-// lowered to the admitted cap (provider.Call.MaxTokens).
-func (t *translator) translateRequest(req *exchange.Request, r *chatwire.ChatRequest, model string, defaultMax int) (*messageswire.Request, error) {
-	body := chatBody(req)
-	if err := t.checkUnsupported(r, body); err != nil {
+// translateRequest returns the Anthropic request for the canonical prompt
+// p (provider.Call.Prompt: the request's Prompt with the target's variant)
+// for model. defaultMax is the output limit when the client gives none:
+// the target's max_tokens, lowered to the admitted cap
+// (provider.Call.MaxTokens).
+func (t *translator) translateRequest(p *exchange.Prompt, stream bool, model string, defaultMax int) (*messageswire.Request, error) {
+	out := &messageswire.Request{Model: model, Stream: stream, MaxTokens: p.Sampling.MaxTokens, StopSequences: p.Sampling.Stop}
+	if err := t.sampling(out, p); err != nil {
 		return nil, err
 	}
-	out := &messageswire.Request{Model: model, Stream: req.Stream, Temperature: r.Temperature, TopP: r.TopP}
-	out.MaxTokens = r.MaxOutputTokens()
 	if out.MaxTokens == 0 {
 		out.MaxTokens = defaultMax
 	}
 	if out.MaxTokens <= 0 {
 		out.MaxTokens = 4096
 	}
-	if len(r.Stop) > 0 {
-		out.StopSequences = r.Stop
+	if p.User != "" {
+		out.Metadata = &messageswire.Metadata{UserID: p.User}
 	}
-	if r.User != "" {
-		out.Metadata = &messageswire.Metadata{UserID: r.User}
+	switch r := p.Output.Reasoning; r.Mode {
+	case "enabled":
+		out.Thinking = &messageswire.Thinking{Type: r.Mode, BudgetTokens: r.BudgetTokens}
+	case "adaptive", "disabled":
+		out.Thinking = &messageswire.Thinking{Type: r.Mode}
 	}
-	if err := t.topK(out, body); err != nil {
+	if err := t.messages(out, p); err != nil {
 		return nil, err
 	}
-	if err := t.messages(out, r.Messages); err != nil {
+	if err := t.responseFormat(out, &p.Output); err != nil {
 		return nil, err
 	}
-	if err := t.responseFormat(out, r.ResponseFormat); err != nil {
-		return nil, err
-	}
-	if err := t.tools(out, r); err != nil {
+	if err := t.tools(out, p); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// chatBody is the client's raw body when it is a Chat Completions request
-// (the zero API counts as one), else nil: the body of another API says
-// nothing about the canonical form's fields.
-func chatBody(req *exchange.Request) []byte {
-	if req.API == exchange.Chat || req.API == "" {
-		return req.Body
+// sampling sets temperature, top_p and top_k, and refuses the settings
+// Anthropic cannot honour (a dropped one is not sent).
+func (t *translator) sampling(out *messageswire.Request, p *exchange.Prompt) error {
+	s, removed := &p.Sampling, " (anthropic-version "+samplingRemoved+" and later have no sampling parameters)"
+	if s.TopK != nil && *s.TopK < 0 {
+		return t.invalid("top_k", "top_k must be a non-negative integer")
 	}
-	return nil
-}
-
-// checkUnsupported rejects what Anthropic cannot honour.
-func (t *translator) checkUnsupported(r *chatwire.ChatRequest, body []byte) error {
-	if param, what, ok := provider.UnknownChatField(body, topLevel); ok {
-		return t.unsupported(param, what)
+	out.Temperature, out.TopP, out.TopK = s.Temperature, s.TopP, s.TopK
+	checks := []struct {
+		bad              bool
+		key, param, what string
+		clear            func()
+	}{
+		{p.Output.Choices > 1, "n", "n", fmt.Sprintf("n=%d (several choices)", p.Output.Choices), nil},
+		{s.PresencePenalty != nil && *s.PresencePenalty != 0, "presence_penalty", "presence_penalty", "presence_penalty", nil},
+		{s.FrequencyPenalty != nil && *s.FrequencyPenalty != 0, "frequency_penalty", "frequency_penalty", "frequency_penalty", nil},
+		{t.noSampling && s.Temperature != nil, "temperature", "temperature", "temperature" + removed, func() { out.Temperature = nil }},
+		{t.noSampling && s.TopP != nil, "top_p", "top_p", "top_p" + removed, func() { out.TopP = nil }},
+		{t.noSampling && s.TopK != nil, "top_k", "top_k", "top_k" + removed, func() { out.TopK = nil }},
+		{out.Temperature != nil && *out.Temperature > 1, "temperature", "temperature",
+			fmt.Sprintf("temperature %g (Anthropic accepts 0 to 1)", deref(out.Temperature)), func() { out.Temperature = nil }},
+		{p.Output.Reasoning.Effort != "" && p.Output.Reasoning.Mode == "", "reasoning_effort", "reasoning_effort", "reasoning_effort", nil},
 	}
-	switch {
-	case r.N != nil && *r.N > 1:
-		return t.unsupported("n", fmt.Sprintf("n=%d (several choices)", *r.N))
-	case r.Logprobs != nil && *r.Logprobs:
-		return t.unsupported("logprobs", "logprobs")
-	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
-		return t.unsupported("top_logprobs", "top_logprobs")
-	case len(r.Audio) > 0 && string(bytes.TrimSpace(r.Audio)) != "null":
-		return t.unsupported("audio", "audio output")
-	case r.PresencePenalty != nil && *r.PresencePenalty != 0:
-		return t.unsupported("presence_penalty", "presence_penalty")
-	case r.FrequencyPenalty != nil && *r.FrequencyPenalty != 0:
-		return t.unsupported("frequency_penalty", "frequency_penalty")
-	case len(r.LogitBias) > 0:
-		return t.unsupported("logit_bias", "logit_bias")
-	case t.noSampling && r.Temperature != nil:
-		return t.unsupported("temperature", "temperature (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
-	case t.noSampling && r.TopP != nil:
-		return t.unsupported("top_p", "top_p (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
-	case r.Temperature != nil && *r.Temperature > 1:
-		return t.unsupported("temperature", fmt.Sprintf("temperature %g (Anthropic accepts 0 to 1)", *r.Temperature))
-	case r.ReasoningEffort != "":
-		return t.unsupported("reasoning_effort", "reasoning_effort")
-	}
-	for _, m := range r.Modalities {
-		if m != "text" {
-			return t.unsupported("modalities", fmt.Sprintf("output modality %q", m))
+	for _, c := range checks {
+		if !c.bad {
+			continue
+		}
+		if e := t.unsupported(c.key, c.param, c.what); e != nil {
+			return e
+		}
+		if c.clear != nil {
+			c.clear()
 		}
 	}
 	return nil
 }
 
-// topK carries top_k, an Anthropic sampling parameter some OpenAI clients send.
-func (t *translator) topK(out *messageswire.Request, body []byte) error {
-	if !bytes.Contains(body, []byte(`"top_k"`)) {
-		return nil
+// deref is *f, 0 for nil.
+func deref(f *float64) float64 {
+	if f == nil {
+		return 0
 	}
-	var v struct {
-		TopK *int `json:"top_k"`
-	}
-	if err := json.Unmarshal(body, &v); err != nil || (v.TopK != nil && *v.TopK < 0) {
-		return t.invalid("top_k", "top_k must be a non-negative integer")
-	}
-	if t.noSampling && v.TopK != nil {
-		return t.unsupported("top_k", "top_k (anthropic-version "+samplingRemoved+" and later have no sampling parameters)")
-	}
-	out.TopK = v.TopK
-	return nil
+	return *f
 }
 
 // defaultSchema is the input_schema of a tool defined without parameters.
 var defaultSchema = json.RawMessage(`{"type":"object"}`)
 
-// tools translates tools, tool_choice and parallel_tool_calls.
-func (t *translator) tools(out *messageswire.Request, r *chatwire.ChatRequest) error {
-	if r.ToolChoice != nil && !r.ToolChoice.Known() {
-		return t.unsupported("tool_choice", fmt.Sprintf("tool_choice type %q", r.ToolChoice.Mode))
-	}
-	for i, tl := range r.Tools {
-		if tl.Type != "function" {
-			return t.unsupported(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q", tl.Type))
+// tools translates tools, tool choice and no-parallel.
+func (t *translator) tools(out *messageswire.Request, p *exchange.Prompt) error {
+	for i, tl := range p.Tools {
+		if tl.Kind != exchange.ToolFunction {
+			key, what := "server_tools", fmt.Sprintf("tool type %q", tl.Type)
+			if tl.Kind == exchange.ToolCustom {
+				key, what = "custom_tools", "custom tools"
+			}
+			if e := t.unsupported(key, fmt.Sprintf("tools[%d].type", i), what); e != nil {
+				return e
+			}
+			continue
 		}
-		schema := bytes.TrimSpace(tl.Function.Parameters)
+		schema := bytes.TrimSpace(tl.Schema)
 		if len(schema) == 0 || string(schema) == "null" || string(schema) == "{}" {
 			schema = defaultSchema
 		}
-		out.Tools = append(out.Tools, messageswire.Tool{Name: tl.Function.Name, Description: tl.Function.Description,
-			InputSchema: schema, CacheControl: cacheCtl(tl.CacheCtl)})
+		out.Tools = append(out.Tools, messageswire.Tool{Name: tl.Name, Description: tl.Description,
+			InputSchema: schema, CacheControl: cacheControl(tl.Cache)})
 	}
-	noParallel := r.ParallelToolCalls != nil && !*r.ParallelToolCalls
-	mode := ""
-	if r.ToolChoice != nil {
-		mode = r.ToolChoice.Mode
-	}
-	if len(r.Tools) == 0 {
-		if mode == "required" || mode == "function" {
-			return t.invalid("tool_choice", "tool_choice %q needs tools", mode)
+	tc := p.ToolChoice
+	if len(out.Tools) == 0 {
+		if tc.Mode == exchange.ToolAny || tc.Mode == exchange.ToolNamed {
+			return t.invalid("tool_choice", "tool_choice %q needs tools", toolChoiceName(tc.Mode))
 		}
 		return nil
 	}
-	var tc messageswire.ToolChoice
-	switch mode {
-	case "":
-		if !noParallel {
+	var wtc messageswire.ToolChoice
+	switch tc.Mode {
+	case exchange.ToolAuto:
+		if !tc.NoParallel {
 			return nil
 		}
-		tc.Type = "auto"
-	case "auto":
-		tc.Type = "auto"
-	case "none":
+		wtc.Type = "auto"
+	case exchange.ToolNone:
 		out.ToolChoice = &messageswire.ToolChoice{Type: "none"}
 		return nil
-	case "required":
-		tc.Type = "any"
-	case "function":
-		tc.Type, tc.Name = "tool", r.ToolChoice.Function
-	default:
-		return t.invalid("tool_choice", "unknown tool_choice %q", mode)
+	case exchange.ToolAny:
+		wtc.Type = "any"
+	case exchange.ToolNamed:
+		wtc.Type, wtc.Name = "tool", tc.Name
 	}
-	tc.DisableParallelToolUse = noParallel
-	out.ToolChoice = &tc
+	wtc.DisableParallelToolUse = tc.NoParallel
+	out.ToolChoice = &wtc
 	return nil
+}
+
+// toolChoiceName names a tool choice mode in the chat API's words, for
+// errors.
+func toolChoiceName(m exchange.ToolChoiceMode) string {
+	if m == exchange.ToolNamed {
+		return "function"
+	}
+	return "required"
 }
 
 // JSON instructions for response_format (see the package comment).
@@ -250,42 +230,34 @@ const (
 
 // responseFormat turns json_object / json_schema into a final system
 // instruction.
-func (t *translator) responseFormat(out *messageswire.Request, rf *chatwire.ResponseFormat) error {
-	if rf == nil {
-		return nil
-	}
+func (t *translator) responseFormat(out *messageswire.Request, o *exchange.Output) error {
 	var text string
-	switch rf.Type {
+	switch o.Format {
 	case "", "text":
 		return nil
 	case "json_object":
 		text = jsonObjectInstruction
 	case "json_schema":
-		var js struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Schema      json.RawMessage `json:"schema"`
-		}
-		if err := json.Unmarshal(rf.JSONSchema, &js); err != nil || len(bytes.TrimSpace(js.Schema)) == 0 {
+		if len(bytes.TrimSpace(o.Schema)) == 0 {
 			return t.invalid("response_format.json_schema", "response_format.json_schema must be an object with a schema")
 		}
 		var sb strings.Builder
 		sb.WriteString(jsonSchemaInstruction)
-		if js.Name != "" {
-			sb.WriteString("\nSchema name: " + js.Name)
-		}
-		if js.Description != "" {
-			sb.WriteString("\nSchema description: " + js.Description)
+		if o.SchemaName != "" {
+			sb.WriteString("\nSchema name: " + o.SchemaName)
 		}
 		var compact bytes.Buffer
-		if err := json.Compact(&compact, js.Schema); err != nil {
+		if err := json.Compact(&compact, o.Schema); err != nil {
 			return t.invalid("response_format.json_schema.schema", "response_format.json_schema.schema is not valid JSON")
 		}
 		sb.WriteString("\nJSON Schema: ")
 		sb.Write(compact.Bytes())
 		text = sb.String()
 	default:
-		return t.unsupported("response_format.type", fmt.Sprintf("response_format %q", rf.Type))
+		if e := t.unsupported("response_format", "response_format.type", fmt.Sprintf("response_format %q", o.Format)); e != nil {
+			return e
+		}
+		return nil
 	}
 	out.System = append(out.System, messageswire.ContentBlock{Type: messageswire.BlockText, Text: text})
 	return nil

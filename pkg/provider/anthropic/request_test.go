@@ -3,13 +3,16 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/ingress/chat"
+	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // canon decodes JSON into generic values for a comparison that ignores
@@ -23,16 +26,22 @@ func canon(t *testing.T, b []byte) any {
 	return v
 }
 
-// translate runs the request translator on an OpenAI request body, as Send
-// does, with target "anth/claude-x" and a default max_tokens of 4096.
+// translate runs the request translator on an OpenAI request body, as the
+// gateway does: the chat ingress's canonical Prompt, the registry guard's
+// refusal of what the Prompt cannot hold (Untranslated), then the
+// translation, with target "anth/claude-x" and a default max_tokens of
+// 4096.
 func translate(t *testing.T, body string) ([]byte, error) {
 	t.Helper()
-	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
+	call, err := promptCall(t, body)
 	if err != nil {
-		t.Fatalf("the OpenAI request does not parse: %v", err)
+		return nil, err
 	}
-	tr := translator{target: "anth/claude-x", prov: "anth"}
-	out, err := tr.translateRequest(&exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream}, req, "claude-x", 4096)
+	if e := provider.RefuseUntranslated(call.Req, "anth/claude-x", false); e != nil {
+		return nil, e
+	}
+	tr := translator{call: call, target: "anth/claude-x", prov: "anth"}
+	out, err := tr.translateRequest(call.Prompt(), call.Req.Stream, "claude-x", 4096)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +50,18 @@ func translate(t *testing.T, body string) ([]byte, error) {
 		t.Fatal(err)
 	}
 	return b, nil
+}
+
+// promptCall decodes an OpenAI request body through the chat ingress into a
+// Call for model claude-x (default max_tokens 1024); the error is the
+// ingress's (a malformed request).
+func promptCall(t *testing.T, body string) (*provider.Call, error) {
+	t.Helper()
+	rq := &exchange.Request{API: exchange.Chat}
+	if err := (chat.Ingress{}).Decode(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body), rq); err != nil {
+		return nil, err
+	}
+	return &provider.Call{Req: rq, Step: config.Step{ID: "anth/claude-x", Model: "claude-x", MaxTokens: 1024}}, nil
 }
 
 func TestTranslateRequest(t *testing.T) {
@@ -86,9 +107,9 @@ func TestTranslateRequest(t *testing.T) {
 			`{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[
 				{"name":"get_weather","description":"Weather now","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},
 				{"name":"ping","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]}`},
-		{"tool_choice_auto",
+		{"tool_choice_auto_is_the_default", // the Prompt has no unset tool choice: auto is Anthropic's default
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"}`,
-			`{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`},
+			`{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`},
 		{"tool_choice_none",
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","parallel_tool_calls":false}`,
 			`{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}}`},
@@ -196,7 +217,7 @@ var rejectCases = []struct {
 	{"top_logprobs_alone", `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":3}`, "top_logprobs", "top_logprobs"},
 	{"audio_output", `{"model":"m","messages":[{"role":"user","content":"hi"}],"audio":{"voice":"alloy","format":"wav"}}`, "audio", "audio"},
 	{"modalities_audio", `{"model":"m","messages":[{"role":"user","content":"hi"}],"modalities":["text","audio"]}`, "modalities", "audio"},
-	{"input_audio_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGR","format":"wav"}}]}]}`, "messages[0].content[0]", "input_audio"},
+	{"input_audio_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGR","format":"wav"}}]}]}`, "messages[0].content[0].type", "input_audio"},
 	{"presence_penalty", `{"model":"m","messages":[{"role":"user","content":"hi"}],"presence_penalty":0.5}`, "presence_penalty", "presence_penalty"},
 	{"frequency_penalty", `{"model":"m","messages":[{"role":"user","content":"hi"}],"frequency_penalty":-1}`, "frequency_penalty", "frequency_penalty"},
 	{"logit_bias", `{"model":"m","messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-100}}`, "logit_bias", "logit_bias"},
@@ -208,10 +229,9 @@ var rejectCases = []struct {
 	{"invalid_tool_arguments_json", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"tool","tool_call_id":"t1","content":"x"}]}`, "messages[1].tool_calls[0].function.arguments", "not a JSON object"},
 	{"non_object_tool_arguments", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "messages[1].tool_calls[0].function.arguments", "not a JSON object"},
 	{"empty_user_content", `{"model":"m","messages":[{"role":"user","content":""}]}`, "messages[0].content", "no content"},
-	{"image_in_system", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]},{"role":"user","content":"hi"}]}`, "messages[0].content[0]", "system"},
-	{"data_url_not_base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,rawbytes"}}]}]}`, "messages[0].content[0].image_url.url", "base64"},
-	{"image_url_scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].image_url.url", "http(s)"},
-	{"file_id_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file", "file_id"},
+	{"image_in_system", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]},{"role":"user","content":"hi"}]}`, "system[0]", "system"},
+		{"image_url_scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].url", "http(s)"},
+	{"file_id_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file.file_id", "file_id"},
 	{"only_system_messages", `{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "messages", "at least one user message"},
 	{"tool_choice_required_without_tools", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, "tool_choice", "needs tools"},
 }

@@ -75,6 +75,14 @@ type Request struct {
 	Tools         []Tool         `json:"tools,omitempty"`
 	ToolChoice    *ToolChoice    `json:"tool_choice,omitempty"`
 	Metadata      *Metadata      `json:"metadata,omitempty"`
+	Thinking      *Thinking      `json:"thinking,omitempty"`
+}
+
+// Thinking is the extended-thinking option: Type enabled (with
+// BudgetTokens), adaptive or disabled.
+type Thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
 // Message is one turn of the conversation. Roles alternate in practice:
@@ -91,8 +99,12 @@ type Message struct {
 //	image, document:   Source
 //	tool_use:          ID, Name, Input
 //	tool_result:       ToolUseID, Content, IsError
-//	thinking:          Thinking, Signature (responses)
-//	redacted_thinking: Data (responses)
+//	thinking:          Thinking, Signature
+//	redacted_thinking: Data
+//
+// A document may have a Title, a Context and Citations ({"enabled":true});
+// a text block's Citations are the citations of an earlier answer (an
+// array).
 //
 // CacheControl (e.g. {"type":"ephemeral"}) marks a prompt-cache breakpoint
 // on any request block. Text blocks are never empty: the API rejects them.
@@ -109,11 +121,15 @@ type ContentBlock struct {
 	Thinking     string          `json:"thinking,omitempty"`
 	Signature    string          `json:"signature,omitempty"`
 	Data         string          `json:"data,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Context      string          `json:"context,omitempty"`
+	Citations    json.RawMessage `json:"citations,omitempty"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // Source is where an image or document block's bytes come from: inline
-// base64 (Type "base64", MediaType, Data) or a URL (Type "url", URL).
+// base64 (Type "base64", MediaType, Data), plain text (Type "text",
+// MediaType "text/plain", Data) or a URL (Type "url", URL).
 type Source struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type,omitempty"`
