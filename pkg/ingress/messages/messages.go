@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strings"
 
-
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"

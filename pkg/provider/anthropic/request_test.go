@@ -230,7 +230,7 @@ var rejectCases = []struct {
 	{"non_object_tool_arguments", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "messages[1].tool_calls[0].function.arguments", "not a JSON object"},
 	{"empty_user_content", `{"model":"m","messages":[{"role":"user","content":""}]}`, "messages[0].content", "no content"},
 	{"image_in_system", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]},{"role":"user","content":"hi"}]}`, "system[0]", "system"},
-		{"image_url_scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].url", "http(s)"},
+	{"image_url_scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].url", "http(s)"},
 	{"file_id_part", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, "messages[0].content[0].file.file_id", "file_id"},
 	{"only_system_messages", `{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "messages", "at least one user message"},
 	{"tool_choice_required_without_tools", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, "tool_choice", "needs tools"},
