@@ -239,11 +239,14 @@ type Sampling struct {
 type Output struct {
 	// Format is the answer's format: "" or "text" for free text,
 	// "json_object", or "json_schema" with Schema (and SchemaName,
-	// StrictSchema).
+	// StrictSchema, SchemaDescription).
 	Format       string
 	Schema       json.RawMessage
 	SchemaName   string
 	StrictSchema bool
+	// SchemaDescription describes the schema (json_schema's description),
+	// "" if none.
+	SchemaDescription string
 	// Reasoning asks for (or limits) the model's reasoning.
 	Reasoning ReasoningConfig
 	// Choices is the number of answers asked for (OpenAI's n), 0 or 1

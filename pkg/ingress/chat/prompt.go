@@ -135,6 +135,7 @@ func (c *toPrompt) output(r *chatwire.ChatRequest) {
 		if f.Type == "json_schema" && len(f.JSONSchema) > 0 {
 			js := gjson.ParseBytes(f.JSONSchema)
 			o.SchemaName, o.StrictSchema = js.Get("name").Str, js.Get("strict").Bool()
+			o.SchemaDescription = js.Get("description").Str
 			if s := js.Get("schema"); s.Exists() {
 				o.Schema = json.RawMessage(s.Raw)
 			}

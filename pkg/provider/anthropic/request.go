@@ -246,6 +246,9 @@ func (t *translator) responseFormat(out *messageswire.Request, o *exchange.Outpu
 		if o.SchemaName != "" {
 			sb.WriteString("\nSchema name: " + o.SchemaName)
 		}
+		if o.SchemaDescription != "" {
+			sb.WriteString("\nSchema description: " + o.SchemaDescription)
+		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, o.Schema); err != nil {
 			return t.invalid("response_format.json_schema.schema", "response_format.json_schema.schema is not valid JSON")

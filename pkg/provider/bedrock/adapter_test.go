@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,12 +34,31 @@ const model = "anthropic.claude-3-5-haiku-20241022-v1:0"
 // default max tokens is 4096.
 func newCall(t *testing.T, body string) *provider.Call {
 	t.Helper()
-	req, err := chatwire.Parse([]byte(body), chatwire.Limits{})
+	call, err := tryCall(body)
 	if err != nil {
-		t.Fatalf("parse %s: %v", body, err)
+		t.Fatalf("decode %s: %v", body, err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: []byte(body), Stream: req.Stream, WantsUsage: req.WantsUsage()}
-	return &provider.Call{Req: rq, Step: config.Step{Model: model, MaxTokens: 4096}}
+	return call
+}
+
+// tryCall decodes an OpenAI request body through the chat ingress into a
+// Call for model (target br/model, default max tokens 4096); the error is
+// the ingress's, for a malformed request.
+func tryCall(body string) (*provider.Call, error) {
+	rq := &exchange.Request{API: exchange.Chat}
+	if err := (chat.Ingress{}).Decode(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body), rq); err != nil {
+		return nil, err
+	}
+	return &provider.Call{Req: rq, Step: config.Step{ID: "br/" + model, Model: model, MaxTokens: 4096}}, nil
+}
+
+// guarded sends call as the gateway does: the registry's guard refuses
+// what the Prompt cannot hold (Untranslated) before the adapter translates.
+func guarded(a provider.Provider, call *provider.Call) (provider.Stream, error) {
+	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, false); e != nil {
+		return nil, e
+	}
+	return a.Send(context.Background(), call)
 }
 
 const streamHi = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`

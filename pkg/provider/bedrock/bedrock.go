@@ -1,6 +1,6 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
-// (provider kind "bedrock"). It translates the request's canonical form
-// (the OpenAI chat shape, exchange.Request.Chat) into a Converse request,
+// (provider kind "bedrock"). It translates the request's canonical Prompt
+// (exchange.Request.Prompt) into a Converse request,
 // calls Converse (non-streaming) or ConverseStream (streaming) through the
 // AWS SDK, and translates the answer into canonical events (exchange.Event).
 //
@@ -11,43 +11,60 @@
 // else AWS_ENDPOINT_URL_BEDROCK_RUNTIME, else the regional default. The
 // target's model is a model id, an inference-profile id or an ARN.
 //
-// Semantics, request side (OpenAI -> Converse):
-//   - system and developer messages -> system blocks, in order, wherever
-//     they appear; user -> user messages; assistant -> assistant messages;
-//     tool -> toolResult blocks in a user message. Consecutive messages of
-//     the same role are merged (Converse requires alternation).
-//   - images: data URLs (png, jpeg, gif, webp) -> image bytes; s3:// URLs ->
-//     S3 locations; http(s) URLs are refused (bedrock cannot fetch URLs).
-//     image_url.detail has no equivalent and is ignored.
+// Semantics, request side (Prompt -> Converse; request.go, content.go):
+//   - the system prompt and system messages -> system blocks, in order,
+//     wherever they appear (text only); user and assistant turns -> user and
+//     assistant messages, consecutive turns of one role merged (Converse
+//     requires alternation); tool results are blocks of user turns.
+//   - images: bytes (png, jpeg, gif, webp) -> image bytes; s3:// URLs -> S3
+//     locations; http(s) URLs are refused (bedrock cannot fetch URLs).
+//     Image detail has no equivalent and is ignored.
+//   - documents: bytes of pdf, csv, doc, docx, xls, xlsx, html, txt or md
+//     -> document blocks (the name from the title or file name, reduced
+//     to the characters bedrock allows, else document-N; context;
+//     citations enabled); documents by URL or of other types are refused.
 //   - tools -> toolConfig.tools (toolSpec with the JSON schema; strict passes
-//     through); tool_choice auto/required/{function} -> auto/any/tool.
-//     tool_choice "none": no tools are sent when the conversation has no
+//     through); tool choice auto/any/named -> (none)/any/tool.
+//     Tool choice none: no tools are sent when the conversation has no
 //     tool calls; refused when it has (bedrock then requires the tool
 //     definitions and cannot forbid calls). Tool calls or results without
-//     tools are refused for the same reason.
-//   - assistant tool_calls -> toolUse blocks (arguments must be a JSON
-//     object; empty means {}). Tool call ids bedrock cannot take (it wants
+//     tools are refused for the same reason. Custom and built-in tools are
+//     refused.
+//   - tool use -> toolUse blocks; tool results -> toolResult blocks (status
+//     error for a failure). Tool call ids bedrock cannot take (it wants
 //     1-64 of [a-zA-Z0-9_-]) are replaced by a hash, the same in the call
 //     and in its result.
+//   - thinking, for Anthropic's models (base model anthropic.claude-...):
+//     the reasoning mode (enabled with its budget, adaptive, disabled) and
+//     top_k -> additionalModelRequestFields {"thinking", "top_k"}, as the
+//     Messages API names them; an earlier turn's thinking ->
+//     reasoningContent.reasoningText with its signature, redacted thinking
+//     -> reasoningContent.redactedContent (its bytes), byte-exact. Other
+//     models refuse a thinking configuration and top_k, and their history
+//     goes without earlier thinking blocks.
 //   - a message left with no content (e.g. "") is refused: bedrock does not
-//     accept empty messages; system messages take text parts only.
-//   - max_completion_tokens / max_tokens (else the target's max_tokens),
-//     temperature, top_p, stop -> inferenceConfig, unscaled.
-//   - response_format json_schema -> outputConfig.textFormat (structured
-//     output); json_object is refused (bedrock needs a schema).
-//     reasoning_effort low/medium/high/xhigh -> outputConfig.effort.
-//   - cache_control {"type":"ephemeral","ttl"?} on a content part, a
-//     message, a system message or a tool -> a cachePoint block right after
-//     it (bedrock caches the prefix up to each cachePoint), for the models
-//     that support prompt caching (the table in models.go, overridable per
-//     target); for any other model it is dropped, never a 4xx.
-//   - refused before any call, as invalid_request naming the feature and
-//     the target: n>1, logprobs/top_logprobs, logit_bias, audio (output,
-//     modalities or input parts), file parts, non-zero presence or frequency
-//     penalties, seed, parallel_tool_calls=false with tools, the legacy
-//     functions/function_call, prediction and web_search_options.
+//     accept empty messages.
+//   - the output limit (else the target's max_tokens), temperature, top_p,
+//     stop -> inferenceConfig, unscaled.
+//   - a json_schema output format -> outputConfig.textFormat (structured
+//     output); json_object is refused (bedrock needs a schema). A reasoning
+//     effort low/medium/high/xhigh -> outputConfig.effort.
+//   - cache breakpoints (ttl "5m" or "1h") on a block, a system block or a
+//     tool -> a cachePoint block right after it (bedrock caches the prefix
+//     up to each cachePoint), for the models that support prompt caching
+//     (the table in models.go, overridable per target); for any other model
+//     they are dropped, never a 4xx. A breakpoint inside a tool result is
+//     refused (bedrock takes one after the result).
+//   - refused before any call (provider.Refuse: unsupported_feature, unless
+//     the route's translate_without lets the feature drop), naming the
+//     feature and the target: several choices, non-zero presence or
+//     frequency penalties, seed, no-parallel tool calls with tools, and
+//     the above. What a Prompt cannot hold (logprobs, audio, legacy
+//     function calling, unknown fields, ...) the registry's guard refuses
+//     (exchange.Request.Untranslated).
 //   - ignored, because they do not change what the model generates: user,
-//     metadata, store, message names.
+//     metadata, message names, an earlier answer's citations (its text is
+//     sent).
 //
 // Semantics, response side (Converse -> canonical events, which the
 // client's ingress encodes; see translator and completion):
@@ -124,7 +141,14 @@ type Adapter struct {
 	api API
 }
 
-var _ provider.Provider = (*Adapter)(nil)
+var (
+	_ provider.Provider     = (*Adapter)(nil)
+	_ provider.PromptReader = (*Adapter)(nil)
+)
+
+// ReadsPrompt implements provider.PromptReader: Converse requests are built
+// from call.Prompt.
+func (*Adapter) ReadsPrompt() {}
 
 // New builds the adapter for provider id: one SDK client, from the default
 // AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
@@ -226,12 +250,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return a.sendEmbeddings(ctx, call)
 	}
 	model := call.Model()
-	target := a.id + "/" + model
-	chat := call.Chat()
-	if msgs, tools := caching(model, call.Step.Options); !msgs || !tools {
-		chat = withoutCacheControl(chat, !msgs, !tools)
-	}
-	req, err := translateRequest(call.Req, chat, model, call.MaxTokens(), target)
+	tr := converter{call: call, target: a.id + "/" + model, claude: claude(model, call.Step.Options)}
+	tr.cacheMessages, tr.cacheTools = caching(model, call.Step.Options)
+	req, err := tr.translateRequest(call.Prompt(), model, call.MaxTokens())
 	if err != nil {
 		return nil, err
 	}

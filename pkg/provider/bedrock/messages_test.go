@@ -19,7 +19,7 @@ import (
 
 // An Anthropic Messages client (the official SDK) served by Bedrock
 // Converse through the gateway: the request is translated from the
-// canonical form, the event stream back into Anthropic events.
+// canonical Prompt, the event stream back into Anthropic events.
 
 func messagesGateway(t *testing.T, f *fakeBedrock) anthropic.Client {
 	t.Helper()
@@ -91,13 +91,9 @@ func TestMessagesSDKOverBedrock(t *testing.T) {
 		t.Errorf("converse request = %s", req.raw)
 	}
 
-	// The tool results go back; the thinking block cannot (Converse is
-	// reached through the canonical form, which has no place for it), so
-	// the client sends the turn without it, as it would to a non-thinking model.
-	assistant := anthropic.NewAssistantMessage(anthropic.NewTextBlock("Let me check."),
-		anthropic.NewToolUseBlock("tooluse_A1", map[string]any{"city": "Paris"}, "get_weather"),
-		anthropic.NewToolUseBlock("tooluse_B2", map[string]any{"tz": "CET"}, "get_time"))
-	params.Messages = append(msgs, assistant, anthropic.NewUserMessage(anthropic.NewToolResultBlock("tooluse_A1", "18C", false),
+	// The whole turn goes back with the tool results, its thinking block
+	// included: Converse gets it as reasoningContent with its signature.
+	params.Messages = append(msgs, first.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock("tooluse_A1", "18C", false),
 		anthropic.NewToolResultBlock("tooluse_B2", "14:00", false)))
 	// A second gateway (a second Bedrock SDK client): under -race the tests
 	// keep one ConverseStream per SDK client (smithy-go shares one
@@ -108,8 +104,9 @@ func TestMessagesSDKOverBedrock(t *testing.T) {
 	if err != nil || second.Content[0].Text != "It is 18C." || second.StopReason != "end_turn" {
 		t.Fatalf("second turn = %s, %v", second.RawJSON(), err)
 	}
-	if raw := string(f.requests()[1].raw); !strings.Contains(raw, `"toolResult":{"content":[{"text":"18C"}],"toolUseId":"tooluse_A1"}`) {
-		t.Errorf("tool results = %s", raw)
+	if raw := string(f.requests()[1].raw); !strings.Contains(raw, `"toolResult":{"content":[{"text":"18C"}],"toolUseId":"tooluse_A1"}`) ||
+		!strings.Contains(raw, `{"content":[{"reasoningContent":{"reasoningText":{"signature":"c2lnbmF0dXJl","text":"Paris, so weather."}}},{"text":"Let me check."},{"toolUse"`) {
+		t.Errorf("second request = %s", raw)
 	}
 
 	whole, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude", MaxTokens: 64, Messages: msgs})
@@ -129,15 +126,17 @@ func TestMessagesOverBedrockMidStreamException(t *testing.T) {
 	}
 }
 
+// A Messages feature Converse has no place for (a server tool) keeps the
+// request from Bedrock: refused before any call.
 func TestMessagesOverBedrockRefusesWhatConverseCannotGet(t *testing.T) {
 	f := newFake(t, reply{events: concat(textEvents("x"), stopEvents("end_turn", 1, 1))})
 	client := messagesGateway(t, f)
 	_, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude", MaxTokens: 4096,
-		Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Tools:    []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
 	var ae *anthropic.Error
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest || !strings.Contains(ae.RawJSON(), `"code":"unsupported_feature"`) ||
-		!strings.Contains(ae.RawJSON(), "extended thinking") || len(f.requests()) != 0 {
+		!strings.Contains(ae.RawJSON(), `tool type \"web_search_20250305\"`) || len(f.requests()) != 0 {
 		t.Errorf("err = %v, %d bedrock calls", err, len(f.requests()))
 	}
 }

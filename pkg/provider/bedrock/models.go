@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/modelid"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // Models: what the adapter knows about the model behind a target. A
@@ -57,50 +56,14 @@ func caching(model string, opts map[string]string) (messages, tools bool) {
 	return false, false
 }
 
-// withoutCacheControl returns r without the cache_control marks the model
-// cannot take (on messages and their parts, on tools), as a copy; r itself
-// when there are none to drop.
-func withoutCacheControl(r *chatwire.ChatRequest, messages, tools bool) *chatwire.ChatRequest {
-	c := *r
-	changed := false
-	if messages {
-		for i, m := range r.Messages {
-			marked := m.CacheCtl != nil
-			for _, p := range m.Content.Parts {
-				marked = marked || p.CacheCtl != nil
-			}
-			if !marked {
-				continue
-			}
-			if !changed {
-				c.Messages = append([]chatwire.Message(nil), r.Messages...)
-				changed = true
-			}
-			m.CacheCtl = nil
-			if m.Content.IsParts {
-				m.Content.Parts = append([]chatwire.ContentPart(nil), m.Content.Parts...)
-				for j := range m.Content.Parts {
-					m.Content.Parts[j].CacheCtl = nil
-				}
-			}
-			c.Messages[i] = m
-		}
+// claude reports whether a target's model is one of Anthropic's (the base
+// model anthropic.claude-...), which take the Messages API's thinking
+// configuration and top_k as additional model request fields, and signed
+// reasoning back in the conversation.
+func claude(model string, opts map[string]string) bool {
+	base := opts["base_model"]
+	if base == "" {
+		base = modelid.Base(model)
 	}
-	if tools {
-		copied := false
-		for i, t := range r.Tools {
-			if t.CacheCtl == nil {
-				continue
-			}
-			if !copied {
-				c.Tools = append([]chatwire.Tool(nil), r.Tools...)
-				copied, changed = true, true
-			}
-			c.Tools[i].CacheCtl = nil
-		}
-	}
-	if !changed {
-		return r
-	}
-	return &c
+	return strings.HasPrefix(base, "anthropic.claude")
 }

@@ -17,53 +17,44 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // request is the translated Converse request: the fields Converse and
 // ConverseStream share.
 type request struct {
-	modelID   string
-	system    []types.SystemContentBlock
-	messages  []types.Message
-	inference *types.InferenceConfiguration
-	tools     *types.ToolConfiguration
-	output    *types.OutputConfig
+	modelID    string
+	system     []types.SystemContentBlock
+	messages   []types.Message
+	inference  *types.InferenceConfiguration
+	tools      *types.ToolConfiguration
+	output     *types.OutputConfig
+	additional document.Interface
 }
 
 func (r *request) converseInput() *bedrockruntime.ConverseInput {
 	return &bedrockruntime.ConverseInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
-		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output}
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional}
 }
 
 func (r *request) streamInput() *bedrockruntime.ConverseStreamInput {
 	return &bedrockruntime.ConverseStreamInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
-		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output}
-}
-
-// unsupportedFields are request fields the validated view does not decode
-// but whose meaning Converse cannot honour; they are looked for in the raw
-// body so that they are refused rather than lost.
-var unsupportedFields = []struct{ field, feature string }{
-	{"functions", "legacy functions (use tools)"},
-	{"function_call", "legacy function_call (use tool_choice)"},
-	{"prediction", "predicted outputs"},
-	{"web_search_options", "web search"},
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional}
 }
 
 // translator errors ---------------------------------------------------------
 
-// unsupported is the invalid_request for a feature the target cannot
-// honour. It names the feature and the target, and is returned before any
-// call is made.
-func unsupported(target, param, feature, why string) *gwerr.Error {
-	msg := feature + " is not supported by bedrock target " + target
-	if why != "" {
-		msg += ": " + why
+// unsupported is the refusal of a feature the target cannot honour (key as
+// a route's translate_without names it), nil when the route lets it drop
+// (provider.Refuse). It names the feature and the target, and is returned
+// before any call is made.
+func (t *converter) unsupported(key, param, feature, why string) *gwerr.Error {
+	e := provider.Refuse(t.call, key, param, feature)
+	if e == nil {
+		return nil
 	}
-	e := gwerr.New(gwerr.InvalidRequest, "%s", msg).WithCode(provider.CodeUnsupportedFeature)
-	if param != "" {
-		e.Param = param
+	e.Message = feature + " is not supported by bedrock target " + t.target
+	if why != "" {
+		e.Message += ": " + why
 	}
 	return e
 }
@@ -72,77 +63,69 @@ func invalid(param, format string, args ...any) *gwerr.Error {
 	return gwerr.New(gwerr.InvalidRequest, format, args...).WithParam(param)
 }
 
-// translateRequest turns a request's canonical form req (provider.Call.Chat:
-// rq.Chat with the target's variant) into a
-// Converse request for model. maxTokens is the output limit when the
-// client gives none: the target's default lowered to the admitted cap
-// (provider.Call.MaxTokens). target ("provider/model") names the target in
-// errors. Every feature Converse cannot honour is refused here, before any
-// call.
-func translateRequest(rq *exchange.Request, req *chatwire.ChatRequest, model string, maxTokens int, target string) (*request, error) {
-	if err := checkUnsupported(req, chatBody(rq), target); err != nil {
+// converter builds one Converse request from a Prompt.
+type converter struct {
+	call   *provider.Call
+	target string // "provider/model", for errors
+	// claude is true for Anthropic's models, which take thinking, signed
+	// reasoning and top_k (additionalModelRequestFields).
+	claude bool
+	// cacheMessages and cacheTools say where the model takes cache points.
+	cacheMessages, cacheTools bool
+	docs                      int // documents named so far
+}
+
+// translateRequest turns the canonical Prompt p (provider.Call.Prompt: the
+// request's Prompt with the target's variant) into a Converse request for
+// model. maxTokens is the output limit when the client gives none: the
+// target's default lowered to the admitted cap (provider.Call.MaxTokens).
+// Every feature Converse cannot honour is refused here, before any call.
+func (t *converter) translateRequest(p *exchange.Prompt, model string, maxTokens int) (*request, error) {
+	if err := t.checkUnsupported(p); err != nil {
 		return nil, err
 	}
 	r := &request{modelID: model}
+	sys, err := t.systemBlocks(p.System, "system")
+	if err != nil {
+		return nil, err
+	}
+	r.system = sys
 	hasToolBlocks := false
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		p := fmt.Sprintf("messages[%d]", i)
-		switch m.Role {
-		case "system", "developer":
-			blocks, err := systemBlocks(m, p, target)
+	for i := range p.Messages {
+		m := &p.Messages[i]
+		pm := fmt.Sprintf("messages[%d]", i)
+		if m.Role == exchange.RoleSystem {
+			blocks, err := t.systemBlocks(m.Content, pm)
 			if err != nil {
 				return nil, err
 			}
 			r.system = append(r.system, blocks...)
-		case "user":
-			blocks, err := contentBlocks(m.Content, p, target)
-			if err != nil {
-				return nil, err
-			}
-			if blocks, err = withCachePoint(blocks, m.CacheCtl, p); err != nil {
-				return nil, err
-			}
-			if err := r.add(types.ConversationRoleUser, blocks, p); err != nil {
-				return nil, err
-			}
-		case "assistant":
-			blocks, err := assistantBlocks(m, p, target)
-			if err != nil {
-				return nil, err
-			}
-			hasToolBlocks = hasToolBlocks || len(m.ToolCalls) > 0
-			if err := r.add(types.ConversationRoleAssistant, blocks, p); err != nil {
-				return nil, err
-			}
-		case "tool":
-			block, err := toolResult(m, p, target)
-			if err != nil {
-				return nil, err
-			}
-			blocks, err := withCachePoint([]types.ContentBlock{block}, m.CacheCtl, p)
-			if err != nil {
-				return nil, err
-			}
-			hasToolBlocks = true
-			if err := r.add(types.ConversationRoleUser, blocks, p); err != nil {
-				return nil, err
-			}
-		default: // "function": the legacy role, which carries no call id to pair with
-			return nil, unsupported(target, p+".role", "legacy function messages", "use tool messages with tool_call_id")
+			continue
+		}
+		blocks, tools, err := t.contentBlocks(m.Content, pm)
+		if err != nil {
+			return nil, err
+		}
+		hasToolBlocks = hasToolBlocks || tools
+		role := types.ConversationRoleUser
+		if m.Role == exchange.RoleAssistant {
+			role = types.ConversationRoleAssistant
+		}
+		if err := r.add(role, blocks, pm); err != nil {
+			return nil, err
 		}
 	}
 	if len(r.messages) == 0 {
 		return nil, invalid("messages", "messages must contain at least one user, assistant or tool message; bedrock takes system messages separately")
 	}
-	var err error
-	if r.tools, err = toolConfig(req, hasToolBlocks, target); err != nil {
+	if r.tools, err = t.toolConfig(p, hasToolBlocks); err != nil {
 		return nil, err
 	}
-	r.inference = inferenceConfig(req, maxTokens)
-	if r.output, err = outputConfig(req, target); err != nil {
+	r.inference = inferenceConfig(&p.Sampling, maxTokens)
+	if r.output, err = t.outputConfig(&p.Output); err != nil {
 		return nil, err
 	}
+	r.additional = t.additionalFields(p)
 	return r, nil
 }
 
@@ -162,54 +145,60 @@ func (r *request) add(role types.ConversationRole, blocks []types.ContentBlock, 
 	return nil
 }
 
-// chatBody is the client's raw body when it is a Chat Completions request
-// (the zero API counts as one), else nil: the body of another API says
-// nothing about the canonical form's fields.
-func chatBody(rq *exchange.Request) []byte {
-	if rq.API == exchange.Chat || rq.API == "" {
-		return rq.Body
+// checkUnsupported refuses the request-level settings Converse has no
+// equivalent for (what a Prompt cannot hold at all, the registry's guard
+// refuses: exchange.Request.Untranslated).
+func (t *converter) checkUnsupported(p *exchange.Prompt) error {
+	s := &p.Sampling
+	checks := []struct {
+		bad                   bool
+		key, param, what, why string
+	}{
+		{p.Output.Choices > 1, "n", "n", "n>1 (several choices)", "bedrock returns one choice per call"},
+		{s.PresencePenalty != nil && *s.PresencePenalty != 0, "presence_penalty", "presence_penalty", "presence_penalty", ""},
+		{s.FrequencyPenalty != nil && *s.FrequencyPenalty != 0, "frequency_penalty", "frequency_penalty", "frequency_penalty", ""},
+		{s.Seed != nil, "seed", "seed", "seed", "bedrock has no sampling seed"},
+		{p.ToolChoice.NoParallel && len(p.Tools) > 0, "parallel_tool_calls", "parallel_tool_calls", "parallel_tool_calls=false", "bedrock cannot forbid parallel tool calls"},
+		{p.Output.Format == "json_object", "response_format", "response_format", "response_format json_object",
+			"bedrock structured output needs a schema; use response_format json_schema"},
+		{s.TopK != nil && !t.claude, "top_k", "top_k", "top_k", "only Anthropic's models on bedrock take top_k"},
+		{reasons(p.Output.Reasoning.Mode) && !t.claude, "thinking", "thinking", "thinking (" + p.Output.Reasoning.Mode + ")",
+			"only Anthropic's models on bedrock take a thinking configuration"},
 	}
-	return nil
-}
-
-// checkUnsupported refuses the request-level features Converse has no
-// equivalent for.
-func checkUnsupported(req *chatwire.ChatRequest, body []byte, target string) error {
-	switch {
-	case req.N != nil && *req.N > 1:
-		return unsupported(target, "n", "n>1 (several choices)", "bedrock returns one choice per call")
-	case req.Logprobs != nil && *req.Logprobs, req.TopLogprobs != nil && *req.TopLogprobs > 0:
-		return unsupported(target, "logprobs", "logprobs", "bedrock does not return token log probabilities")
-	case len(req.LogitBias) > 0:
-		return unsupported(target, "logit_bias", "logit_bias", "")
-	case len(bytes.TrimSpace(req.Audio)) > 0 && string(bytes.TrimSpace(req.Audio)) != "null":
-		return unsupported(target, "audio", "audio output", "")
-	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
-		return unsupported(target, "presence_penalty", "presence_penalty", "")
-	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
-		return unsupported(target, "frequency_penalty", "frequency_penalty", "")
-	case req.Seed != nil:
-		return unsupported(target, "seed", "seed", "bedrock has no sampling seed")
-	case req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(req.Tools) > 0:
-		return unsupported(target, "parallel_tool_calls", "parallel_tool_calls=false", "bedrock cannot forbid parallel tool calls")
-	}
-	for _, m := range req.Modalities {
-		if m != "text" {
-			return unsupported(target, "modalities", m+" output", "bedrock chat returns text only")
-		}
-	}
-	if req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object" {
-		return unsupported(target, "response_format", "response_format json_object",
-			"bedrock structured output needs a schema; use response_format json_schema")
-	}
-	if len(body) > 0 {
-		for _, f := range unsupportedFields {
-			if v := gjson.GetBytes(body, f.field); v.Exists() && v.Type != gjson.Null {
-				return unsupported(target, f.field, f.feature, "")
+	for _, c := range checks {
+		if c.bad {
+			if e := t.unsupported(c.key, c.param, c.what, c.why); e != nil {
+				return e
 			}
 		}
 	}
 	return nil
+}
+
+// reasons reports whether a reasoning mode asks for thinking.
+func reasons(mode string) bool { return mode == "enabled" || mode == "adaptive" }
+
+// additionalFields are the model-specific request fields: for Anthropic's
+// models, the thinking configuration and top_k, as the Messages API names
+// them.
+func (t *converter) additionalFields(p *exchange.Prompt) document.Interface {
+	if !t.claude {
+		return nil
+	}
+	f := map[string]any{}
+	switch r := p.Output.Reasoning; r.Mode {
+	case "enabled":
+		f["thinking"] = map[string]any{"type": "enabled", "budget_tokens": r.BudgetTokens}
+	case "adaptive", "disabled":
+		f["thinking"] = map[string]any{"type": r.Mode}
+	}
+	if k := p.Sampling.TopK; k != nil {
+		f["top_k"] = *k
+	}
+	if len(f) == 0 {
+		return nil
+	}
+	return document.NewLazyDocument(f)
 }
 
 // toolConfig translates tools and tool_choice.
@@ -218,98 +207,100 @@ func checkUnsupported(req *chatwire.ChatRequest, body []byte, target string) err
 // whenever the conversation holds toolUse or toolResult blocks. So "none"
 // is honoured by sending no tools when the history has no tool blocks (the
 // model cannot call what it does not know), and refused when it has.
-func toolConfig(req *chatwire.ChatRequest, hasToolBlocks bool, target string) (*types.ToolConfiguration, error) {
-	mode := ""
-	if req.ToolChoice != nil {
-		mode = req.ToolChoice.Mode
-		if !req.ToolChoice.Known() {
-			return nil, unsupported(target, "tool_choice", fmt.Sprintf("tool_choice type %q", mode), "")
+func (t *converter) toolConfig(p *exchange.Prompt, hasToolBlocks bool) (*types.ToolConfiguration, error) {
+	var specs []*exchange.Tool
+	for i := range p.Tools {
+		tl := &p.Tools[i]
+		if tl.Kind == exchange.ToolFunction {
+			specs = append(specs, tl)
+			continue
+		}
+		key, what := "server_tools", fmt.Sprintf("tool type %q", tl.Type)
+		if tl.Kind == exchange.ToolCustom {
+			key, what = "custom_tools", "custom tools"
+		}
+		if e := t.unsupported(key, fmt.Sprintf("tools[%d].type", i), what, ""); e != nil {
+			return nil, e
 		}
 	}
-	for i := range req.Tools {
-		if typ := req.Tools[i].Type; typ != "function" {
-			return nil, unsupported(target, fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q", typ), "")
-		}
-	}
-	if mode == "none" {
-		if hasToolBlocks && len(req.Tools) > 0 {
-			return nil, unsupported(target, "tool_choice", "tool_choice \"none\" with tool calls in the conversation",
-				"bedrock then requires the tool definitions and has no way to forbid calling them")
+	mode := p.ToolChoice.Mode
+	if mode == exchange.ToolNone {
+		if hasToolBlocks && len(specs) > 0 {
+			if e := t.unsupported("tool_choice", "tool_choice", "tool_choice \"none\" with tool calls in the conversation",
+				"bedrock then requires the tool definitions and has no way to forbid calling them"); e != nil {
+				return nil, e
+			}
 		}
 		if !hasToolBlocks {
 			return nil, nil
 		}
 	}
-	if len(req.Tools) == 0 {
+	if len(specs) == 0 {
 		switch {
 		case hasToolBlocks:
 			return nil, invalid("tools", "the conversation has tool calls or results but tools is empty; bedrock requires the tool definitions")
-		case mode == "auto" || mode == "required" || mode == "function":
-			return nil, invalid("tool_choice", "tool_choice %q needs tools", mode)
+		case mode == exchange.ToolAny || mode == exchange.ToolNamed:
+			return nil, invalid("tool_choice", "tool_choice %q needs tools", map[exchange.ToolChoiceMode]string{exchange.ToolAny: "required", exchange.ToolNamed: "function"}[mode])
 		}
 		return nil, nil
 	}
-	tc := &types.ToolConfiguration{Tools: make([]types.Tool, 0, len(req.Tools))}
-	for i := range req.Tools {
-		t := &req.Tools[i]
-		p := fmt.Sprintf("tools[%d]", i)
-		params := bytes.TrimSpace(t.Function.Parameters)
+	tc := &types.ToolConfiguration{Tools: make([]types.Tool, 0, len(specs))}
+	for i, tl := range specs {
+		pt := fmt.Sprintf("tools[%d]", i)
+		params := bytes.TrimSpace(tl.Schema)
 		if len(params) == 0 || string(params) == "null" {
 			params = []byte(`{"type":"object","properties":{}}`)
 		}
 		schema, err := jsonDocument(params, true)
 		if err != nil {
-			return nil, invalid(p+".function.parameters", "%s.function.parameters must be a JSON schema object", p)
+			return nil, invalid(pt+".function.parameters", "%s.function.parameters must be a JSON schema object", pt)
 		}
-		spec := types.ToolSpecification{Name: &t.Function.Name, InputSchema: &types.ToolInputSchemaMemberJson{Value: schema},
-			Strict: t.Function.Strict}
-		if t.Function.Description != "" {
-			spec.Description = &t.Function.Description
+		spec := types.ToolSpecification{Name: &tl.Name, InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}, Strict: tl.Strict}
+		if tl.Description != "" {
+			spec.Description = &tl.Description
 		}
 		tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
-		cp, err := cachePoint(t.CacheCtl, p+".cache_control")
+		cp, err := cachePoint(tl.Cache, pt+".cache_control")
 		if err != nil {
 			return nil, err
 		}
-		if cp != nil {
+		if cp != nil && t.cacheTools {
 			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: *cp})
 		}
 	}
 	switch mode {
-	case "auto":
-		tc.ToolChoice = &types.ToolChoiceMemberAuto{}
-	case "required":
+	case exchange.ToolAny:
 		tc.ToolChoice = &types.ToolChoiceMemberAny{}
-	case "function":
-		name := req.ToolChoice.Function
+	case exchange.ToolNamed:
+		name := p.ToolChoice.Name
 		tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: &name}}
 	}
 	return tc, nil
 }
 
-// inferenceConfig translates max tokens, temperature, top_p and stop.
-// Values pass through unscaled: bedrock validates them per model (Anthropic
-// models, for one, take temperature 0-1).
-func inferenceConfig(req *chatwire.ChatRequest, maxTokens int) *types.InferenceConfiguration {
+// inferenceConfig translates the output limit, temperature, top_p and
+// stop. Values pass through unscaled: bedrock validates them per model
+// (Anthropic models, for one, take temperature 0-1).
+func inferenceConfig(s *exchange.Sampling, maxTokens int) *types.InferenceConfiguration {
 	ic := &types.InferenceConfiguration{}
 	set := false
-	if n := req.MaxOutputTokens(); n > 0 {
-		maxTokens = n
+	if s.MaxTokens > 0 {
+		maxTokens = s.MaxTokens
 	}
 	if maxTokens > 0 {
 		v := int32(min(maxTokens, math.MaxInt32))
 		ic.MaxTokens, set = &v, true
 	}
-	if req.Temperature != nil {
-		v := float32(*req.Temperature)
+	if s.Temperature != nil {
+		v := float32(*s.Temperature)
 		ic.Temperature, set = &v, true
 	}
-	if req.TopP != nil {
-		v := float32(*req.TopP)
+	if s.TopP != nil {
+		v := float32(*s.TopP)
 		ic.TopP, set = &v, true
 	}
-	if len(req.Stop) > 0 {
-		ic.StopSequences, set = []string(req.Stop), true
+	if len(s.Stop) > 0 {
+		ic.StopSequences, set = s.Stop, true
 	}
 	if !set {
 		return nil
@@ -317,42 +308,39 @@ func inferenceConfig(req *chatwire.ChatRequest, maxTokens int) *types.InferenceC
 	return ic
 }
 
-// outputConfig translates response_format json_schema into bedrock's
-// structured output (outputConfig.textFormat), and reasoning_effort into
-// outputConfig.effort.
-func outputConfig(req *chatwire.ChatRequest, target string) (*types.OutputConfig, error) {
+// outputConfig translates a json_schema output format into bedrock's
+// structured output (outputConfig.textFormat), and a reasoning effort
+// into outputConfig.effort.
+func (t *converter) outputConfig(o *exchange.Output) (*types.OutputConfig, error) {
 	var oc types.OutputConfig
 	set := false
-	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" {
-		var js struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Schema      json.RawMessage `json:"schema"`
-		}
-		if err := json.Unmarshal(rf.JSONSchema, &js); err != nil || !gjson.ValidBytes(js.Schema) || !bytes.HasPrefix(bytes.TrimSpace(js.Schema), []byte("{")) {
+	if o.Format == "json_schema" {
+		if !gjson.ValidBytes(o.Schema) || !bytes.HasPrefix(bytes.TrimSpace(o.Schema), []byte("{")) {
 			return nil, invalid("response_format.json_schema", "response_format.json_schema must be an object with a name and a schema object")
 		}
 		var compact bytes.Buffer
-		if err := json.Compact(&compact, js.Schema); err != nil {
+		if err := json.Compact(&compact, o.Schema); err != nil {
 			return nil, invalid("response_format.json_schema.schema", "response_format.json_schema.schema is not valid JSON")
 		}
 		def := types.JsonSchemaDefinition{Schema: new(compact.String())}
-		if js.Name != "" {
-			def.Name = &js.Name
+		if o.SchemaName != "" {
+			def.Name = &o.SchemaName
 		}
-		if js.Description != "" {
-			def.Description = &js.Description
+		if o.SchemaDescription != "" {
+			def.Description = &o.SchemaDescription
 		}
 		oc.TextFormat = &types.OutputFormat{Type: types.OutputFormatTypeJsonSchema,
 			Structure: &types.OutputFormatStructureMemberJsonSchema{Value: def}}
 		set = true
 	}
-	switch e := req.ReasoningEffort; e {
+	switch e := o.Reasoning.Effort; e {
 	case "", "none": // bedrock models do not reason unless asked to
 	case "low", "medium", "high", "xhigh":
 		oc.Effort, set = &e, true
 	default:
-		return nil, unsupported(target, "reasoning_effort", "reasoning_effort "+e, "bedrock takes low, medium, high or xhigh")
+		if err := t.unsupported("reasoning_effort", "reasoning_effort", "reasoning_effort "+e, "bedrock takes low, medium, high or xhigh"); err != nil {
+			return nil, err
+		}
 	}
 	if !set {
 		return nil, nil

@@ -77,8 +77,9 @@ func TestTranslateRequest(t *testing.T) {
 				{"text":"Thanks"}]}],
 			"toolConfig":{"tools":[` + weatherSpec + `,{"toolSpec":{"name":"get_time","inputSchema":{"json":{"type":"object","properties":{}}}}}]},
 			"inferenceConfig":{"maxTokens":4096}}`},
+		// auto is the Prompt's default and bedrock's: no toolChoice is sent
 		{"tool_choice_auto", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"auto","messages":[{"role":"user","content":"Hi"}]}`,
-			`{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"toolConfig":{"tools":[` + weatherSpec + `],"toolChoice":{"auto":{}}},"inferenceConfig":{"maxTokens":4096}}`},
+			`{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"toolConfig":{"tools":[` + weatherSpec + `]},"inferenceConfig":{"maxTokens":4096}}`},
 		{"tool_choice_required", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":"required","messages":[{"role":"user","content":"Hi"}]}`,
 			`{"messages":[{"role":"user","content":[{"text":"Hi"}]}],"toolConfig":{"tools":[` + weatherSpec + `],"toolChoice":{"any":{}}},"inferenceConfig":{"maxTokens":4096}}`},
 		{"tool_choice_function", `{"model":"m","tools":[` + weatherTool + `],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"messages":[{"role":"user","content":"Hi"}]}`,
@@ -140,7 +141,8 @@ func TestTranslateRequest(t *testing.T) {
 }
 
 // TestTranslateRejects: features bedrock cannot honour are refused as
-// invalid_request naming the feature and the target, before any call.
+// invalid_request naming the feature and the target, before any call: by
+// the adapter, or (what a Prompt cannot hold) by the registry's guard.
 func TestTranslateRejects(t *testing.T) {
 	const tool = `{"type":"function","function":{"name":"f"}}`
 	const toolHistory = `{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}`
@@ -153,8 +155,8 @@ func TestTranslateRejects(t *testing.T) {
 		{"logit_bias", `{"model":"m","logit_bias":{"50256":-100},"messages":[{"role":"user","content":"Hi"}]}`, "logit_bias"},
 		{"audio_output", `{"model":"m","audio":{"voice":"alloy","format":"wav"},"messages":[{"role":"user","content":"Hi"}]}`, "audio"},
 		{"audio_modality", `{"model":"m","modalities":["text","audio"],"messages":[{"role":"user","content":"Hi"}]}`, "audio"},
-		{"audio_input", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]}`, "audio input"},
-		{"file_input", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f1"}}]}]}`, "file content parts"},
+		{"audio_input", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]}`, `content parts of type "input_audio"`},
+		{"file_input", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f1"}}]}]}`, "a file by file_id"},
 		{"json_object", `{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"Hi"}]}`, "json_object"},
 		{"image_http_url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}`, "image URLs"},
 		{"image_type", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/bmp;base64,Qk0="}}]}]}`, "image type image/bmp"},
@@ -162,23 +164,23 @@ func TestTranslateRejects(t *testing.T) {
 		{"frequency_penalty", `{"model":"m","frequency_penalty":-1,"messages":[{"role":"user","content":"Hi"}]}`, "frequency_penalty"},
 		{"seed", `{"model":"m","seed":42,"messages":[{"role":"user","content":"Hi"}]}`, "seed"},
 		{"parallel_tool_calls_false", `{"model":"m","parallel_tool_calls":false,"tools":[` + tool + `],"messages":[{"role":"user","content":"Hi"}]}`, "parallel_tool_calls"},
-		{"legacy_functions", `{"model":"m","functions":[{"name":"f"}],"messages":[{"role":"user","content":"Hi"}]}`, "legacy functions"},
+		{"legacy_functions", `{"model":"m","functions":[{"name":"f"}],"messages":[{"role":"user","content":"Hi"}]}`, "legacy function calling"},
 		{"legacy_function_message", `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"function","name":"f","content":"r"}]}`, "legacy function messages"},
 		{"tool_choice_none_with_history", `{"model":"m","tool_choice":"none","tools":[` + tool + `],"messages":[` + toolHistory + `]}`, `tool_choice "none"`},
 		{"reasoning_effort_minimal", `{"model":"m","reasoning_effort":"minimal","messages":[{"role":"user","content":"Hi"}]}`, "reasoning_effort minimal"},
 		{"cache_control_inside_tool_result", `{"model":"m","tools":[` + tool + `],"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]}]}`, "cache_control inside a tool result"},
-		{"system_image", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},{"role":"user","content":"Hi"}]}`, "image_url parts in system messages"},
+		{"system_image", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},{"role":"user","content":"Hi"}]}`, "image and file parts in system messages"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake(t, reply{body: okConverse})
-			_, err := newAdapter(t, f).Send(context.Background(), newCall(t, c.req))
+			_, err := guarded(newAdapter(t, f), newCall(t, c.req))
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest {
 				t.Fatalf("err = %v, want invalid_request", err)
 			}
 			msg := gwerr.ClientMessage(ge)
-			if !strings.Contains(msg, c.feature) || !strings.Contains(msg, "bedrock target br/"+model) {
+			if !strings.Contains(msg, c.feature) || !strings.Contains(msg, "target br/"+model) {
 				t.Errorf("message %q must name %q and the target", msg, c.feature)
 			}
 			if n := len(f.requests()); n != 0 {
@@ -202,8 +204,7 @@ func TestTranslateInvalid(t *testing.T) {
 		{"tool_history_without_tools", `{"model":"m","messages":[{"role":"user","content":"q"},
 			{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`,
 			"tools"},
-		{"cache_control_type", `{"model":"m","messages":[{"role":"user","content":"Hi","cache_control":{"type":"persistent"}}]}`, "messages[0].cache_control"},
-		{"cache_control_ttl", `{"model":"m","messages":[{"role":"user","content":"Hi","cache_control":{"type":"ephemeral","ttl":"2h"}}]}`, "messages[0].cache_control.ttl"},
+		{"cache_control_ttl", `{"model":"m","messages":[{"role":"user","content":"Hi","cache_control":{"type":"ephemeral","ttl":"2h"}}]}`, "messages[0].content[0].cache_control.ttl"},
 		{"bad_data_url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,rawbytes"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{"empty_message", `{"model":"m","messages":[{"role":"user","content":""}]}`, "messages[0].content"},
 		{"only_system", `{"model":"m","messages":[{"role":"system","content":"rules"}]}`, "messages"},
@@ -212,7 +213,10 @@ func TestTranslateInvalid(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake(t, reply{body: okConverse})
-			_, err := newAdapter(t, f).Send(context.Background(), newCall(t, c.req))
+			call, err := tryCall(c.req) // a malformed data URL is the chat ingress's 400
+			if err == nil {
+				_, err = guarded(newAdapter(t, f), call)
+			}
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) || ge.Category != gwerr.InvalidRequest || ge.Param != c.param {
 				t.Fatalf("err = %v (param %q), want invalid_request on %s", err, paramOf(ge), c.param)
