@@ -81,7 +81,7 @@ type converter struct {
 // target's default lowered to the admitted cap (provider.Call.MaxTokens).
 // Every feature Converse cannot honour is refused here, before any call.
 func (t *converter) translateRequest(p *exchange.Prompt, model string, maxTokens int) (*request, error) {
-	if err := t.checkUnsupported(p); err != nil {
+	if err := t.refuseSettings(p); err != nil {
 		return nil, err
 	}
 	r := &request{modelID: model}
@@ -145,10 +145,10 @@ func (r *request) add(role types.ConversationRole, blocks []types.ContentBlock, 
 	return nil
 }
 
-// checkUnsupported refuses the request-level settings Converse has no
+// refuseSettings refuses the request-level settings Converse has no
 // equivalent for (what a Prompt cannot hold at all, the registry's guard
 // refuses: exchange.Request.Untranslated).
-func (t *converter) checkUnsupported(p *exchange.Prompt) error {
+func (t *converter) refuseSettings(p *exchange.Prompt) error {
 	s := &p.Sampling
 	checks := []struct {
 		bad                   bool
