@@ -45,7 +45,7 @@ moderation:
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := server.New(context.Background(), cfg, server.Options{Logger: log, Moderation: &moderation.Moderator{Logger: log}})
+	h, err := server.New(context.Background(), cfg, server.Options{Logger: log, Stages: server.Stages{Moderation: &moderation.Moderator{Logger: log}}})
 	if err != nil {
 		t.Fatal(err)
 	}
