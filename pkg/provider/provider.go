@@ -31,7 +31,8 @@ type Provider interface {
 // Call is one attempt at one target: the request as it flows through the
 // gateway, plus what belongs to this attempt only.
 type Call struct {
-	// Req is the request; adapters read its canonical form (Req.Chat),
+	// Req is the request; adapters build from its canonical form
+	// (Call.Prompt; Call.Chat while some still read the retiring form),
 	// or forward Req.Body when the upstream speaks Req.API.
 	Req *exchange.Request
 	// Step is the target: its model id, default max tokens, options.

@@ -8,8 +8,9 @@ import (
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
-// The canonical form of a Messages request (exchange.Request.Chat, the
-// OpenAI chat shape every translating adapter reads):
+// The retiring Chat form of a Messages request (exchange.Request.Chat, the
+// OpenAI chat shape the adapters not yet building from the Prompt read;
+// removed with Request.Chat):
 //
 //	system (string or text blocks)   -> a leading system message (text parts keep cache_control)
 //	a role "system" message          -> a system message at its place in the conversation
@@ -24,9 +25,9 @@ import (
 //	max_tokens, stop_sequences, temperature, top_p, stream -> the same fields
 //	metadata.user_id                 -> user
 //
-// Untranslated (exchange.Request.Untranslated: an Anthropic upstream gets
-// them in the body; every other target refuses the request, so it is
-// skipped, never served without them): thinking (enabled or adaptive),
+// Lost by this form (exchange.Request.ChatLost: an adapter still reading
+// it refuses the request, so it is skipped, never served without them,
+// unless the route's translate_without lets it drop them): thinking (enabled or adaptive),
 // thinking and redacted_thinking blocks, top_k, tool_result is_error,
 // server tools, tool fields other than name, description, input_schema and
 // cache_control, image file sources, documents other than base64 PDF,
@@ -36,7 +37,7 @@ import (
 // (context_management, service_tier, mcp_servers, container, ...).
 
 // toCanonical validates the conversation, tools and options and builds the
-// canonical form. keys are the body's top-level member names.
+// Chat form. keys are the body's top-level member names.
 func toCanonical(r *request, keys []string) (*chatwire.ChatRequest, []exchange.Feature, error) {
 	c := &converter{chat: &chatwire.ChatRequest{Model: r.Model, Stream: r.Stream, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopP: r.TopP}}
