@@ -131,29 +131,35 @@ func (g *gateway) postMessages(t *testing.T, body string) (*http.Response, strin
 	return resp, b.String()
 }
 
-// TestAnthropicSDKRefusesUntranslatableOverGemini: what the canonical form
-// cannot carry to Gemini is refused naming the feature and the target,
-// with no upstream call.
-func TestAnthropicSDKRefusesUntranslatableOverGemini(t *testing.T) {
+// TestAnthropicSDKFeaturesCarriedOverGemini: what the Messages ingress's
+// Prompt carries reaches Gemini (the thinking budget, top_k, a failed tool
+// result as an error response); what it cannot hold (a server tool) is
+// refused naming the feature and the target, with no upstream call.
+func TestAnthropicSDKFeaturesCarriedOverGemini(t *testing.T) {
 	const user = `"messages":[{"role":"user","content":"x"}]`
-	for name, c := range map[string]struct{ body, param string }{
-		"thinking": {`{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":2048},` + user + `}`, "thinking"},
-		"top_k":    {`{"model":"m","max_tokens":9,"top_k":40,` + user + `}`, "top_k"},
-		"is_error": {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"b","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"boom","is_error":true}]}]}`, "is_error"},
+	for name, c := range map[string]struct{ body, want string }{
+		"thinking": {`{"model":"m","max_tokens":9,"stream":true,"thinking":{"type":"enabled","budget_tokens":2048},` + user + `}`, `"thinkingConfig":{"includeThoughts":true,"thinkingBudget":2048}`},
+		"top_k":    {`{"model":"m","max_tokens":9,"stream":true,"top_k":40,` + user + `}`, `"topK":40`},
+		"is_error": {`{"model":"m","max_tokens":9,"stream":true,"tools":[{"name":"b","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"b","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"boom","is_error":true}]}]}`, `"response":{"error":"boom"}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			up := newUpstream(t, sse(fixture(t, "text.sse")))
 			g := newGateway(t, up.URL)
 			resp, body := g.postMessages(t, c.body)
-			if resp.StatusCode != 400 || !strings.Contains(body, `"type":"invalid_request_error"`) || !strings.Contains(body, "unsupported_feature") ||
-				!strings.Contains(body, "g0/gemini-test-0") || !strings.Contains(body, c.param) {
-				t.Errorf("%d %s", resp.StatusCode, body)
-			}
-			if up.hits.Load() != 0 {
-				t.Error("the upstream was called")
+			if resp.StatusCode != 200 || up.hits.Load() != 1 || !strings.Contains(string(up.body(0)), c.want) {
+				t.Errorf("%d %s; upstream got %s", resp.StatusCode, body, up.body(0))
 			}
 		})
 	}
+	t.Run("server_tool", func(t *testing.T) {
+		up := newUpstream(t, sse(fixture(t, "text.sse")))
+		g := newGateway(t, up.URL)
+		resp, body := g.postMessages(t, `{"model":"m","max_tokens":9,"tools":[{"type":"web_search_20250305","name":"web_search"}],`+user+`}`)
+		if resp.StatusCode != 400 || !strings.Contains(body, `"type":"invalid_request_error"`) || !strings.Contains(body, "unsupported_feature") ||
+			!strings.Contains(body, "g0/gemini-test-0") || up.hits.Load() != 0 {
+			t.Errorf("%d %s, %d upstream calls", resp.StatusCode, body, up.hits.Load())
+		}
+	})
 }
 
 // TestAnthropicSDKMidStreamCutOverGemini: a Gemini stream cut before its
