@@ -157,7 +157,7 @@ func TestMessagesUntranslatableFeatureSkipsTheTargetThenRejects(t *testing.T) {
 	}
 	json.Unmarshal([]byte(body), &e)
 	if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || e.Error.Code != "unsupported_feature" || e.Error.Param != "thinking" ||
-		!strings.Contains(e.Error.Message, "extended thinking") || !strings.Contains(e.Error.Message, "p0/up-model-0") || oai.hits.Load() != 0 {
+		!strings.Contains(e.Error.Message, "thinking") || !strings.Contains(e.Error.Message, "p0/up-model-0") || oai.hits.Load() != 0 {
 		t.Errorf("status %d: %s", resp.StatusCode, body)
 	}
 }

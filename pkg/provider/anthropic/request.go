@@ -170,9 +170,9 @@ var defaultSchema = json.RawMessage(`{"type":"object"}`)
 func (t *translator) tools(out *messageswire.Request, p *exchange.Prompt) error {
 	for i, tl := range p.Tools {
 		if tl.Kind != exchange.ToolFunction {
-			key, what := "server_tools", fmt.Sprintf("tool type %q", tl.Type)
+			key, what := "server_tools", "the "+tl.Type+" tool"
 			if tl.Kind == exchange.ToolCustom {
-				key, what = "custom_tools", "custom tools"
+				key, what = "custom_tools", "the custom tool "+tl.Name
 			}
 			if e := t.unsupported(key, fmt.Sprintf("tools[%d].type", i), what); e != nil {
 				return e

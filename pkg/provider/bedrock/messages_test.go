@@ -136,7 +136,7 @@ func TestMessagesOverBedrockRefusesWhatConverseCannotGet(t *testing.T) {
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
 	var ae *anthropic.Error
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest || !strings.Contains(ae.RawJSON(), `"code":"unsupported_feature"`) ||
-		!strings.Contains(ae.RawJSON(), `tool type \"web_search_20250305\"`) || len(f.requests()) != 0 {
+		!strings.Contains(ae.RawJSON(), "the web_search_20250305 tool") || len(f.requests()) != 0 {
 		t.Errorf("err = %v, %d bedrock calls", err, len(f.requests()))
 	}
 }

@@ -52,7 +52,7 @@ func (t *converter) unsupported(key, param, feature, why string) *gwerr.Error {
 	if e == nil {
 		return nil
 	}
-	e.Message = feature + " is not supported by bedrock target " + t.target
+	e.Message = feature + " is not supported by target " + t.target + " (Bedrock Converse)"
 	if why != "" {
 		e.Message += ": " + why
 	}
@@ -215,9 +215,9 @@ func (t *converter) toolConfig(p *exchange.Prompt, hasToolBlocks bool) (*types.T
 			specs = append(specs, tl)
 			continue
 		}
-		key, what := "server_tools", fmt.Sprintf("tool type %q", tl.Type)
+		key, what := "server_tools", "the "+tl.Type+" tool"
 		if tl.Kind == exchange.ToolCustom {
-			key, what = "custom_tools", "custom tools"
+			key, what = "custom_tools", "the custom tool "+tl.Name
 		}
 		if e := t.unsupported(key, fmt.Sprintf("tools[%d].type", i), what, ""); e != nil {
 			return nil, e
