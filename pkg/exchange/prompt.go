@@ -120,6 +120,10 @@ type Block struct {
 	IsError bool
 	// Signature is a thinking block's signature, opaque and byte-exact.
 	Signature string
+	// Origin names the model family that made a thinking or redacted
+	// thinking block (ReasoningOpenAI, ReasoningGemini), when the ingress
+	// knows it; "" for the client API's own (see Block.MadeBy).
+	Origin string
 	// Citations are the sources a text block cites (earlier answers sent
 	// back).
 	Citations []Citation
@@ -267,6 +271,49 @@ type ReasoningConfig struct {
 	// Summary asks for reasoning summaries (OpenAI's reasoning.summary:
 	// auto, concise, detailed), "" if unset.
 	Summary string
+}
+
+// The model families whose reasoning a thinking or redacted thinking block
+// can carry. Only the family that made a signature (or encrypted data) can
+// verify it, so an adapter sends earlier turns' reasoning to its upstream
+// only when MadeBy names that upstream's family, and drops it otherwise (as
+// every API that cannot read it expects).
+const (
+	// ReasoningClaude: Anthropic's models, on any platform (the Anthropic
+	// API, Bedrock's InvokeModel and Converse).
+	ReasoningClaude = "claude"
+	// ReasoningOpenAI: an OpenAI Responses reasoning item (summaries and
+	// encrypted content).
+	ReasoningOpenAI = "openai"
+	// ReasoningGemini: a Gemini thought signature.
+	ReasoningGemini = "gemini"
+)
+
+// GeminiSignaturePrefix marks a Gemini thought signature that travels to a
+// client of another API as a thinking block's signature (and comes back
+// with the prefix).
+const GeminiSignaturePrefix = "gemini:"
+
+// MadeBy returns the model family that made a thinking or redacted
+// thinking block: Origin when the ingress set it, ReasoningGemini for a
+// signature with GeminiSignaturePrefix, else ReasoningClaude (the thinking
+// blocks of the Messages API, the one client API whose blocks carry no
+// origin of their own).
+func (b *Block) MadeBy() string {
+	switch {
+	case b.Origin != "":
+		return b.Origin
+	case strings.HasPrefix(b.Signature, GeminiSignaturePrefix):
+		return ReasoningGemini
+	}
+	return ReasoningClaude
+}
+
+// SendsToClaude reports whether an earlier turn's thinking or redacted
+// thinking block can go back to a Claude model: Claude made it, and a
+// thinking block has its signature (Claude refuses unsigned thinking).
+func (b *Block) SendsToClaude() bool {
+	return b.MadeBy() == ReasoningClaude && (b.Type != BlockThinking || b.Signature != "")
 }
 
 // BlocksText returns the concatenated text of blocks (text blocks only), for

@@ -252,11 +252,11 @@ func (d *promptDecoder) reasoning(p string, it *wireItem) error {
 			}
 		}
 		if len(parts) > 0 {
-			blocks = append(blocks, exchange.Block{Type: exchange.BlockThinking, Text: strings.Join(parts, "\n\n")})
+			blocks = append(blocks, exchange.Block{Type: exchange.BlockThinking, Text: strings.Join(parts, "\n\n"), Origin: exchange.ReasoningOpenAI})
 		}
 	}
 	if it.EncryptedContent != "" {
-		blocks = append(blocks, exchange.Block{Type: exchange.BlockRedactedThinking, Data: []byte(it.EncryptedContent)})
+		blocks = append(blocks, exchange.Block{Type: exchange.BlockRedactedThinking, Data: []byte(it.EncryptedContent), Origin: exchange.ReasoningOpenAI})
 	}
 	if len(blocks) > 0 {
 		d.appendTo(exchange.RoleAssistant, onlyThinking, blocks...)

@@ -161,8 +161,14 @@ func (t *translator) blocks(p string, in []exchange.Block, turn bool) ([]message
 			}
 			w.Type, w.ToolUseID, w.Content, w.IsError = messageswire.BlockToolResult, b.ToolID, content, b.IsError
 		case exchange.BlockThinking:
+			if !b.SendsToClaude() {
+				continue // another family's reasoning (or unsigned): Claude cannot verify it
+			}
 			w.Type, w.Thinking, w.Signature = messageswire.BlockThinking, b.Text, b.Signature
 		case exchange.BlockRedactedThinking:
+			if !b.SendsToClaude() {
+				continue
+			}
 			w.Type, w.Data = messageswire.BlockRedactedThinking, string(b.Data)
 		default:
 			return nil, t.invalid(pp, "%s: unknown block type %d", pp, b.Type)

@@ -128,8 +128,8 @@ func (t *converter) contentBlocks(in []exchange.Block, p string) (out []types.Co
 // Anthropic's models take them back; for other models they are dropped
 // from the history (nil), as every OpenAI-compatible API expects.
 func (t *converter) reasoning(b *exchange.Block, p string) (types.ContentBlock, error) {
-	if !t.claude {
-		return nil, nil
+	if !t.claude || !b.SendsToClaude() {
+		return nil, nil // another family's reasoning (or unsigned): Claude cannot verify it
 	}
 	if b.Type == exchange.BlockThinking {
 		text, sig := b.Text, b.Signature

@@ -29,7 +29,7 @@ const filesAPIPrefix = "https://generativelanguage.googleapis.com/"
 // prefix, and on the way back only a signature carrying it is returned to
 // Gemini (without it, byte-exact). Other adapters' signatures never start
 // with it, and other adapters can tell a Gemini signature by it.
-const SignaturePrefix = "gemini:"
+const SignaturePrefix = exchange.GeminiSignaturePrefix
 
 // messages translates the system prompt and the conversation.
 func (t *translator) messages(out *request, p *exchange.Prompt) error {
