@@ -14,7 +14,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
@@ -39,7 +38,7 @@ type Call struct {
 	Step config.Step
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
-	Key keyledger.Key
+	Key Key
 	// OnResponse, when set, is called with the upstream status and headers
 	// of every response (success or error), before Send returns. The key
 	// ledger reads rate-limit headers from it.
@@ -108,7 +107,7 @@ func SetTraceHeader(h http.Header, req *exchange.Request) {
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty
 // "Bearer ".
-func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
+func SetKeyHeader(h http.Header, header string, k Key) {
 	if k.Secret == "" {
 		return
 	}

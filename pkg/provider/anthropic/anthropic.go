@@ -23,7 +23,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
@@ -150,7 +149,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 // {"type","message"}}) and classifies it: overloaded_error and 529 are
 // overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's
 // credentials, 400 invalid_request with the redacted message as detail.
-func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k provider.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var e messageswire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)

@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/provider"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -95,7 +95,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		"top_p":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_p":0.5}`,
 		"top_k":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_k":3}`,
 	} {
-		_, err := a.Send(context.Background(), newCall(t, body, keyledger.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, body, provider.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.InvalidRequest || ge.Param != param || !strings.Contains(ge.Message, "2026-10-21") {
 			t.Errorf("%s: err = %v, want invalid_request naming the version", param, err)
 		}
@@ -104,7 +104,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		t.Error("the upstream was called")
 	}
 	// Without sampling parameters the same provider works.
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, provider.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
@@ -164,7 +163,7 @@ func usageOf(ou chatwire.Usage) exchange.TokenUsage {
 
 // statusError reads an upstream error body and classifies it. The body's
 // message is redacted before it may reach a client.
-func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
+func (a *Adapter) statusError(resp *http.Response, k provider.Key) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	var env struct {
 		Error struct {
