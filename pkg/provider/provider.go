@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -116,6 +117,15 @@ func SetKeyHeader(h http.Header, header string, k Key) {
 		return
 	}
 	h.Set(header, k.Secret)
+}
+
+// KeyHeader returns the header a provider's key goes in: its auth_header
+// (lower case), else def, its kind's default (config.Kind.AuthHeader).
+func KeyHeader(p *config.Provider, def string) string {
+	if p.AuthHeader != "" {
+		return strings.ToLower(p.AuthHeader)
+	}
+	return def
 }
 
 // TokenCounter is implemented by adapters whose upstream counts a request's

@@ -19,6 +19,9 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
+	// The config names provider kinds; their descriptors (linked by the
+	// registry) are what the loader checks them against and prices by.
+	_ "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
