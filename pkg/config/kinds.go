@@ -53,10 +53,23 @@ type Kind struct {
 }
 
 // kinds are the registered kinds, sorted by name (so messages do not
-// depend on the order packages are initialised in).
+// depend on the order packages are initialised in); anyKind is set by
+// AcceptAnyKind.
 var kinds struct {
 	sync.RWMutex
-	list []*Kind
+	list    []*Kind
+	anyKind bool
+}
+
+// AcceptAnyKind makes the loader accept a provider kind no descriptor is
+// registered for, checking nothing kind-specific about it (Speaks is
+// false, no price rule). It is for programs that read a config's teams
+// but never build a provider, and so link no adapter (the rollup:
+// pkg/usage/usagecli); the gateway never calls it.
+func AcceptAnyKind() {
+	kinds.Lock()
+	kinds.anyKind = true
+	kinds.Unlock()
 }
 
 // RegisterKind makes a provider kind known to the config loader: each
@@ -133,6 +146,17 @@ func andList(s []string) string {
 func (p *Provider) kind() Kind {
 	k, _ := LookupKind(p.Kind)
 	return k
+}
+
+// unchecked reports whether the provider's kind is one the loader accepts
+// without checking it (not registered, after AcceptAnyKind).
+func (p *Provider) unchecked() bool {
+	if _, ok := LookupKind(p.Kind); ok {
+		return false
+	}
+	kinds.RLock()
+	defer kinds.RUnlock()
+	return kinds.anyKind && p.Kind != ""
 }
 
 // ErrAt returns an *Error at path, positioned later by Parse: the error a

@@ -48,6 +48,9 @@ func (p *Provider) validate(at Path) error {
 	if p == nil {
 		return errAt(at, "empty provider (null): give it at least a kind (%s)", orList(KindNames()))
 	}
+	if p.unchecked() {
+		return p.validateCommon(at)
+	}
 	if err := oneOf(at.Key("kind"), "kind", p.Kind, KindNames()...); err != nil {
 		return err
 	}
@@ -69,6 +72,12 @@ func (p *Provider) validate(at Path) error {
 	if err := p.validateAPIs(at); err != nil {
 		return err
 	}
+	return p.validateCommon(at)
+}
+
+// validateCommon checks what every kind shares: options, key references,
+// headers; and defaults the connect timeout.
+func (p *Provider) validateCommon(at Path) error {
 	if f := p.Options["max_tokens_field"]; f != "" && f != "max_tokens" && f != "max_completion_tokens" {
 		return errAt(pathOf(at, "options", "max_tokens_field"), "%s is not max_tokens or max_completion_tokens", show(f))
 	}
@@ -149,7 +158,7 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	if _, ok := c.Providers[t.Provider]; !ok {
 		return errAt(at.Key("provider"), "unknown provider %s%s (providers: %s)", show(t.Provider), didYouMean(t.Provider, c.ProviderIDs()), strings.Join(c.ProviderIDs(), ", "))
 	}
-	if t.Model == "" && !c.Providers[t.Provider].kind().ModelOptional {
+	if p := c.Providers[t.Provider]; t.Model == "" && !p.kind().ModelOptional && !p.unchecked() {
 		return errAt(at.Key("model"), "required for provider %s (kind %s)", t.Provider, c.Providers[t.Provider].Kind)
 	}
 	switch t.Breaker {
@@ -176,6 +185,9 @@ func (c *Config) validateTarget(at Path, t Target) error {
 // provider's kind takes (Kind.TargetOptions).
 func (c *Config) validateTargetOptions(at Path, t Target) error {
 	p := c.Providers[t.Provider]
+	if p.unchecked() {
+		return nil
+	}
 	opts := p.kind().TargetOptions
 	for _, k := range sortedKeys(t.Options) {
 		check, ok := opts[k]

@@ -16,19 +16,19 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
-// Key is one provider credential: the egress seam's type (provider.Key),
+// Key is one provider credential: the request model's type (exchange.Key),
 // so adapters carry what the ledger hands out without depending on it.
-type Key = provider.Key
+type Key = exchange.Key
 
 // Fingerprint returns the stable, non-reversible name of a secret (see
-// provider.Fingerprint).
-func Fingerprint(secret string) string { return provider.Fingerprint(secret) }
+// exchange.Fingerprint).
+func Fingerprint(secret string) string { return exchange.Fingerprint(secret) }
 
 // NewKey returns a Key for a secret.
-func NewKey(secret string, priority int) Key { return provider.NewKey(secret, priority) }
+func NewKey(secret string, priority int) Key { return exchange.NewKey(secret, priority) }
 
 // Picker chooses the key for one attempt and learns from its outcome.
 //

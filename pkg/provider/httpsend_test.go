@@ -28,7 +28,7 @@ func TestSenderPost(t *testing.T) {
 	}))
 	defer up.Close()
 	var seen []int
-	call := &provider.Call{Req: &exchange.Request{TraceParent: "00-abc-def-01"}, Key: provider.NewKey("sk-secret", 0),
+	call := &provider.Call{Req: &exchange.Request{TraceParent: "00-abc-def-01"}, Key: exchange.NewKey("sk-secret", 0),
 		OnResponse: func(s int, _ http.Header) { seen = append(seen, s) }}
 	var classified struct {
 		body, secret string

@@ -39,7 +39,7 @@ type Call struct {
 	Step config.Step
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
-	Key Key
+	Key exchange.Key
 	// OnResponse, when set, is called with the upstream status and headers
 	// of every response (success or error), before Send returns. The key
 	// ledger reads rate-limit headers from it.
@@ -108,7 +108,7 @@ func SetTraceHeader(h http.Header, req *exchange.Request) {
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty
 // "Bearer ".
-func SetKeyHeader(h http.Header, header string, k Key) {
+func SetKeyHeader(h http.Header, header string, k exchange.Key) {
 	if k.Secret == "" {
 		return
 	}

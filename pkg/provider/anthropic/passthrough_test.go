@@ -37,7 +37,7 @@ func messagesCall(body string, stream bool, outputCap int, hdr http.Header) *pro
 	return &provider.Call{
 		Req:  &exchange.Request{API: exchange.Messages, Stream: stream, Body: []byte(body), Header: hdr, OutputCap: outputCap},
 		Step: config.Step{ID: "anth/claude-up", Provider: "anth", Model: "claude-up"},
-		Key:  provider.Key{Secret: testSecret},
+		Key:  exchange.Key{Secret: testSecret},
 	}
 }
 

@@ -110,7 +110,7 @@ func newCall(t *testing.T, body string) *provider.Call {
 	}
 	rq := &exchange.Request{API: exchange.Chat, Prompt: prompt, Untranslated: lost, Body: []byte(body), Stream: r.Stream, WantsUsage: r.WantsUsage()}
 	return &provider.Call{Req: rq, Step: config.Step{ID: "g/gemini-test", Provider: "g", Model: "gemini-test", MaxTokens: 4096},
-		Key: provider.Key{Secret: testKey}}
+		Key: exchange.Key{Secret: testKey}}
 }
 
 // send is the attempt as the provider registry makes it: what the Prompt

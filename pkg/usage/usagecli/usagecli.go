@@ -19,9 +19,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
-	// The config names provider kinds; their descriptors (linked by the
-	// registry) are what the loader checks them against and prices by.
-	_ "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
@@ -96,6 +93,10 @@ func (f *StoreFlags) Open(ctx context.Context) (store.Store, error) {
 func LoadConfig(ctx context.Context, path string) (*config.Config, error) {
 	return LoadConfigWith(ctx, ConfigOptions{Path: path})
 }
+
+// The programs reading configs here use their teams only and build no
+// provider, so they link no adapter: provider kinds are not checked.
+func init() { config.AcceptAnyKind() }
 
 // LoadConfigFrom is LoadConfig with the environment read through getenv.
 func LoadConfigFrom(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {

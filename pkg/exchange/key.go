@@ -1,4 +1,4 @@
-package provider
+package exchange
 
 import (
 	"crypto/sha256"
@@ -7,9 +7,10 @@ import (
 )
 
 // Key is one provider credential, as an attempt carries it to an adapter
-// (Call.Key). The egress seam owns the type so that adapters need nothing
-// from the key ledger; pkg/keyledger hands these out (keyledger.Key is this
-// type).
+// (provider.Call.Key). It lives here, beside the request, so that the
+// egress seam and the adapters need nothing from the key ledger, and the
+// ledger nothing from them; pkg/keyledger hands these out (keyledger.Key
+// is this type).
 type Key struct {
 	// Secret is the credential itself. It is sent upstream and nowhere else.
 	Secret string
@@ -38,4 +39,4 @@ func (k Key) String() string { return k.Fingerprint }
 func (k Key) LogValue() slog.Value { return slog.StringValue(k.Fingerprint) }
 
 // GoString hides the secret from %#v.
-func (k Key) GoString() string { return "provider.Key{" + k.Fingerprint + "}" }
+func (k Key) GoString() string { return "exchange.Key{" + k.Fingerprint + "}" }
