@@ -2,22 +2,20 @@ package config
 
 import "slices"
 
-// ProviderAPIs are the client APIs an upstream may declare it speaks
-// natively (Provider.APIs).
-var ProviderAPIs = []string{"chat", "responses", "embeddings"}
-
 // validateAPIs checks a provider's apis: known API names, each once, and
-// only on the kinds that can pass a client's bytes through (openai and
-// fake; the others translate every request).
+// only those its kind may declare (Kind.APIs; a kind with none translates
+// every request it does not speak by default).
 func (p *Provider) validateAPIs(at Path) error {
-	if len(p.APIs) == 0 {
+	if len(p.APIs) == 0 || p.unchecked() {
 		return nil
 	}
-	if p.Kind != "openai" && p.Kind != "fake" {
-		return errAt(at.Key("apis"), "only kinds openai and fake declare the APIs they speak; kind %s translates every request", p.Kind)
+	allowed := p.kind().APIs
+	if len(allowed) == 0 {
+		return errAt(at.Key("apis"), "only kinds %s declare the APIs they speak; kind %s translates every request",
+			kindsWith(func(k Kind) bool { return len(k.APIs) > 0 }), p.Kind)
 	}
 	for i, api := range p.APIs {
-		if err := oneOf(at.Key("apis").Index(i), "API", api, ProviderAPIs...); err != nil {
+		if err := oneOf(at.Key("apis").Index(i), "API", api, allowed...); err != nil {
 			return err
 		}
 		if slices.Contains(p.APIs[:i], api) {

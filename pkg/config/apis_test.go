@@ -26,7 +26,7 @@ routes:
 	for name, tc := range map[string]struct{ provider, want string }{
 		"unknown api":     {`{kind: openai, base_url: "https://x/v1", apis: [chat, completions]}`, `providers.p.apis[1]: unknown API "completions"`},
 		"listed twice":    {`{kind: openai, base_url: "https://x/v1", apis: [responses, responses]}`, `providers.p.apis[1]: "responses" is listed twice`},
-		"translated kind": {`{kind: anthropic, base_url: "https://api.anthropic.com", apis: [responses]}`, `providers.p.apis: only kinds openai and fake`},
+		"translated kind": {`{kind: anthropic, base_url: "https://api.anthropic.com", apis: [responses]}`, `providers.p.apis: only kinds fake and openai`},
 	} {
 		_, err := Parse([]byte("providers:\n  p: " + tc.provider + "\nroutes:\n  m: {targets: [{provider: p, model: x}]}\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/llmgw/llmgw/pkg/modelid"
 )
 
 // Step is one resolved target of a route's chain, with its policy applied.
@@ -109,16 +107,19 @@ func (c *Config) resolveChains() {
 }
 
 // BaseModel is the model a target's prices are looked up under when none
-// is configured for its own model id: the target's base_model option, else,
-// for a bedrock provider, the base model behind a cross-region inference
-// profile id or an ARN (pkg/modelid), else model itself.
+// is configured for its own model id: the target's base_model option, else
+// the provider kind's price rule (Kind.BaseModel: for bedrock, the base
+// model behind a cross-region inference profile id or an ARN), else model
+// itself.
 func (c *Config) BaseModel(provider, model string) string {
 	if b := c.bases[provider+"/"+model]; b != "" {
 		return b
 	}
-	if p := c.Providers[provider]; p != nil && p.Kind == "bedrock" {
-		if b := modelid.Base(model); b != "" {
-			return b
+	if p := c.Providers[provider]; p != nil {
+		if rule := p.kind().BaseModel; rule != nil {
+			if b := rule(model); b != "" {
+				return b
+			}
 		}
 	}
 	return model

@@ -58,7 +58,8 @@ type Server struct {
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
 type Provider struct {
-	// Kind is openai, anthropic, bedrock, gemini or fake.
+	// Kind names the provider kind (openai, anthropic, bedrock, gemini,
+	// fake: one per adapter, see RegisterKind).
 	Kind string `json:"kind"`
 	// BaseURL is the API root, e.g. https://api.openai.com/v1 (openai),
 	// https://api.anthropic.com (anthropic) or
@@ -96,15 +97,12 @@ type Provider struct {
 }
 
 // Speaks reports whether the provider speaks a client API natively, so a
-// request on it passes through byte for byte. An openai-kind (or fake)
-// provider speaks chat unless APIs says otherwise; an anthropic provider
-// speaks messages.
+// request on it passes through byte for byte: one of its apis, or, when
+// it lists none, of the APIs its kind speaks (Kind.Speaks: chat for
+// openai and fake, messages for anthropic).
 func (p *Provider) Speaks(api string) bool {
-	switch {
-	case p.Kind == "anthropic":
-		return api == "messages"
-	case len(p.APIs) == 0:
-		return (p.Kind == "openai" || p.Kind == "fake") && api == "chat"
+	if len(p.APIs) == 0 {
+		return slices.Contains(p.kind().Speaks, api)
 	}
 	return slices.Contains(p.APIs, api)
 }

@@ -86,8 +86,8 @@ var errorCases = []struct{ name, in, want string }{
 
 	// Providers.
 	{"no providers", rm, `config: providers: at least one provider is required`},
-	{"null provider", "providers: {a: }\n" + rm, `config: providers.a: empty provider (null): give it at least a kind (openai, anthropic, bedrock, gemini or fake) (line 1, column 16)`},
-	{"kind", "providers: {a: {kind: opneai}}\n" + rm, `config: providers.a.kind: unknown kind "opneai", did you mean "openai"? (want openai, anthropic, bedrock, gemini or fake) (line 1, column 23)`},
+	{"null provider", "providers: {a: }\n" + rm, `config: providers.a: empty provider (null): give it at least a kind (anthropic, bedrock, fake, gemini or openai) (line 1, column 16)`},
+	{"kind", "providers: {a: {kind: opneai}}\n" + rm, `config: providers.a.kind: unknown kind "opneai", did you mean "openai"? (want anthropic, bedrock, fake, gemini or openai) (line 1, column 23)`},
 	{"base url", "providers: {a: {kind: openai, base_url: \"ftp://x\"}}\n" + rm, `config: providers.a.base_url: "ftp://x" is not an http(s) URL (kind openai needs one) (line 1, column 41)`},
 	{"base url missing", "providers: {a: {kind: openai}}\n" + rm, `config: providers.a.base_url: "" is not an http(s) URL (kind openai needs one) (line 1, column 16)`},
 	{"gemini base url", "providers: {a: {kind: gemini, base_url: \"generativelanguage.googleapis.com\"}}\n" + rm,
@@ -126,7 +126,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"target max tokens", pa + "routes: {m: {targets: [{provider: a, max_tokens: -1}]}}\n",
 		`config: routes.m.targets[0].max_tokens: -1 must not be negative (line 2, column 50)`},
 	{"target options on another kind", pa + "routes: {m: {targets: [{provider: a, options: {prompt_caching: \"on\"}}]}}\n",
-		`config: routes.m.targets[0].options: only bedrock targets take options; provider a is kind fake (line 2, column 47)`},
+		`config: routes.m.targets[0].options: provider a (kind fake) takes no target options; only kind bedrock targets do (line 2, column 47)`},
 	{"bedrock target option", "providers: {b: {kind: bedrock}}\nroutes: {m: {targets: [{provider: b, model: x, options: {prompt_cachng: \"on\"}}]}}\n",
 		`config: routes.m.targets[0].options.prompt_cachng: unknown bedrock target option "prompt_cachng", did you mean "prompt_caching"? (options: base_model, prompt_caching) (line 2, column 58)`},
 	{"bedrock prompt caching value", "providers: {b: {kind: bedrock}}\nroutes: {m: {targets: [{provider: b, model: x, options: {prompt_caching: \"yes\"}}]}}\n",

@@ -18,9 +18,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 )
 
-// Kinds are the provider kinds the gateway knows.
-var Kinds = []string{"openai", "anthropic", "bedrock", "gemini", "fake"}
-
 //go:embed demo.yaml
 var demoYAML []byte
 

@@ -137,8 +137,9 @@ func (c *Config) prepareModeration() error {
 			if !ok {
 				return errAt(eat.Key("provider"), "unknown provider %s%s", show(e.Provider), didYouMean(e.Provider, c.ProviderIDs()))
 			}
-			if prov.Kind != "openai" {
-				return errAt(eat.Key("provider"), "provider %s is kind %s; a moderation endpoint is an OpenAI-compatible (kind openai) provider", e.Provider, prov.Kind)
+			if !prov.kind().Moderates && !prov.unchecked() {
+				return errAt(eat.Key("provider"), "provider %s is kind %s; a moderation endpoint is an OpenAI-compatible (kind %s) provider", e.Provider, prov.Kind,
+					kindsWith(func(k Kind) bool { return k.Moderates }))
 			}
 			if e.Model == "" {
 				e.Model = DefaultModerationModel

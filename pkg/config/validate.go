@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -47,44 +46,38 @@ func (b BreakerSettings) validate() error {
 
 func (p *Provider) validate(at Path) error {
 	if p == nil {
-		return errAt(at, "empty provider (null): give it at least a kind (%s)", orList(Kinds))
+		return errAt(at, "empty provider (null): give it at least a kind (%s)", orList(KindNames()))
 	}
-	if err := oneOf(at.Key("kind"), "kind", p.Kind, Kinds...); err != nil {
+	if p.unchecked() {
+		return p.validateCommon(at)
+	}
+	if err := oneOf(at.Key("kind"), "kind", p.Kind, KindNames()...); err != nil {
 		return err
 	}
-	switch p.Kind {
-	case "openai", "anthropic":
-		u, err := url.Parse(p.BaseURL)
-		if p.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errAt(at.Key("base_url"), "%s is not an http(s) URL (kind %s needs one)", show(p.BaseURL), p.Kind)
-		}
-	case "gemini":
-		u, err := url.Parse(p.BaseURL)
-		if p.BaseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-			return errAt(at.Key("base_url"), "%s is not an http(s) URL (leave it out for https://generativelanguage.googleapis.com/v1beta)", show(p.BaseURL))
-		}
-	case "fake":
-		if p.Fake == nil {
-			p.Fake = &FakeScript{}
-		}
-		if p.Fake.Fail != "" {
-			if err := oneOf(pathOf(at, "fake", "fail"), "failure mode", p.Fake.Fail, "status", "reset", "stall", "after_chunks", "empty"); err != nil {
-				return err
-			}
-		}
-		if p.Fake.Fail == "status" && p.Fake.Status == 0 {
-			p.Fake.Status = 503
-		}
-		if p.Fake.Status != 0 && (p.Fake.Status < 400 || p.Fake.Status > 599) {
-			return errAt(pathOf(at, "fake", "status"), "%d is not an HTTP error status (400-599)", p.Fake.Status)
+	k := p.kind()
+	if k.Validate != nil {
+		if err := k.Validate(at, p); err != nil {
+			return err
 		}
 	}
-	if p.Fake != nil && p.Kind != "fake" {
-		return errAt(at.Key("fake"), "only kind fake takes a script, this provider is kind %s", p.Kind)
+	if p.Fake != nil && !k.Scripted {
+		return errAt(at.Key("fake"), "only kind %s takes a script, this provider is kind %s", kindsWith(func(k Kind) bool { return k.Scripted }), p.Kind)
+	}
+	if k.AuthHeader == "" && len(p.Keys) > 0 {
+		return errAt(at.Key("keys"), "kind %s takes no keys (it authenticates otherwise)", p.Kind)
+	}
+	if k.AuthHeader == "" && p.AuthHeader != "" {
+		return errAt(at.Key("auth_header"), "kind %s takes no keys, so no auth_header", p.Kind)
 	}
 	if err := p.validateAPIs(at); err != nil {
 		return err
 	}
+	return p.validateCommon(at)
+}
+
+// validateCommon checks what every kind shares: options, key references,
+// headers; and defaults the connect timeout.
+func (p *Provider) validateCommon(at Path) error {
 	if f := p.Options["max_tokens_field"]; f != "" && f != "max_tokens" && f != "max_completion_tokens" {
 		return errAt(pathOf(at, "options", "max_tokens_field"), "%s is not max_tokens or max_completion_tokens", show(f))
 	}
@@ -165,7 +158,7 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	if _, ok := c.Providers[t.Provider]; !ok {
 		return errAt(at.Key("provider"), "unknown provider %s%s (providers: %s)", show(t.Provider), didYouMean(t.Provider, c.ProviderIDs()), strings.Join(c.ProviderIDs(), ", "))
 	}
-	if t.Model == "" && c.Providers[t.Provider].Kind != "fake" {
+	if p := c.Providers[t.Provider]; t.Model == "" && !p.kind().ModelOptional && !p.unchecked() {
 		return errAt(at.Key("model"), "required for provider %s (kind %s)", t.Provider, c.Providers[t.Provider].Kind)
 	}
 	switch t.Breaker {
@@ -188,28 +181,28 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	return nil
 }
 
-// validateTargetOptions checks a target's kind-specific options: only
-// bedrock targets take any (prompt_caching on|off, base_model).
+// validateTargetOptions checks a target's options against those its
+// provider's kind takes (Kind.TargetOptions).
 func (c *Config) validateTargetOptions(at Path, t Target) error {
-	kind := c.Providers[t.Provider].Kind
+	p := c.Providers[t.Provider]
+	if p.unchecked() {
+		return nil
+	}
+	opts := p.kind().TargetOptions
 	for _, k := range sortedKeys(t.Options) {
-		v := t.Options[k]
+		check, ok := opts[k]
 		switch {
-		case kind != "bedrock":
-			return errAt(at, "only bedrock targets take options; provider %s is kind %s", t.Provider, kind)
-		case k == "prompt_caching":
-			if v != "on" && v != "off" {
-				return errAt(at.Key(k), "%s is not on or off", show(v))
-			}
-		case k == "base_model":
-			if v == "" || strings.HasPrefix(v, "arn:") {
-				return errAt(at.Key(k), "%s must be a base model id (like anthropic.claude-sonnet-4-5-20250929-v1:0)", show(v))
-			}
-		default:
-			e := errAt(at.Key(k), "unknown bedrock target option %s%s (options: base_model, prompt_caching)", show(k),
-				didYouMean(k, []string{"base_model", "prompt_caching"}))
+		case len(opts) == 0:
+			return errAt(at, "provider %s (kind %s) takes no target options; only kind %s targets do", t.Provider, p.Kind,
+				kindsWith(func(k Kind) bool { return len(k.TargetOptions) > 0 }))
+		case !ok:
+			names := sortedKeys(opts)
+			e := errAt(at.Key(k), "unknown %s target option %s%s (options: %s)", p.Kind, show(k), didYouMean(k, names), strings.Join(names, ", "))
 			e.OnKey = true
 			return e
+		}
+		if msg := check(t.Options[k]); msg != "" {
+			return errAt(at.Key(k), "%s", msg)
 		}
 	}
 	return nil

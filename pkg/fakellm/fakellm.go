@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // DefaultReply is what a script without a reply says.
@@ -87,7 +88,8 @@ const id = "chatcmpl-fake"
 // cuts the stream (the caller turns that into a broken connection).
 func writeStream(ctx context.Context, s *Script, rq request, w io.Writer, flush func()) error {
 	created := strconv.FormatInt(time.Now().Unix(), 10)
-	head := `{"id":"` + id + `","object":"chat.completion.chunk","created":` + created + `,"model":` + strconv.Quote(rq.model) + `,"system_fingerprint":"fp_fake","choices":`
+	model := string(jsonb.AppendString(nil, rq.model))
+	head := `{"id":"` + id + `","object":"chat.completion.chunk","created":` + created + `,"model":` + model + `,"system_fingerprint":"fp_fake","choices":`
 	tail := `}`
 	if rq.includeUsage {
 		tail = `,"usage":null}`
@@ -146,7 +148,7 @@ func writeStream(ctx context.Context, s *Script, rq request, w io.Writer, flush 
 	}
 	if rq.includeUsage {
 		u := fmt.Sprintf(`{"id":"%s","object":"chat.completion.chunk","created":%s,"model":%s,"system_fingerprint":"fp_fake","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
-			id, created, strconv.Quote(rq.model), rq.promptTokens, out, rq.promptTokens+out)
+			id, created, model, rq.promptTokens, out, rq.promptTokens+out)
 		if _, err := io.WriteString(w, "data: "+u+"\n\n"); err != nil {
 			return err
 		}

@@ -12,44 +12,23 @@
 package keyledger
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
-// Key is one provider credential.
-type Key struct {
-	// Secret is the credential itself. It is sent upstream and nowhere else.
-	Secret string
-	// Fingerprint identifies the key anywhere it must be named.
-	Fingerprint string
-	// Priority orders keys of one provider: lower first.
-	Priority int
-}
+// Key is one provider credential: the request model's type (exchange.Key),
+// so adapters carry what the ledger hands out without depending on it.
+type Key = exchange.Key
 
-// Fingerprint returns the stable, non-reversible name of a secret: "k-"
-// and the first 12 hex digits of its SHA-256.
-func Fingerprint(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return "k-" + hex.EncodeToString(sum[:6])
-}
+// Fingerprint returns the stable, non-reversible name of a secret (see
+// exchange.Fingerprint).
+func Fingerprint(secret string) string { return exchange.Fingerprint(secret) }
 
 // NewKey returns a Key for a secret.
-func NewKey(secret string, priority int) Key {
-	return Key{Secret: secret, Fingerprint: Fingerprint(secret), Priority: priority}
-}
-
-// String hides the secret when a Key is printed by mistake.
-func (k Key) String() string { return k.Fingerprint }
-
-// LogValue hides the secret when a Key is logged by mistake.
-func (k Key) LogValue() slog.Value { return slog.StringValue(k.Fingerprint) }
-
-// GoString hides the secret from %#v.
-func (k Key) GoString() string { return "keyledger.Key{" + k.Fingerprint + "}" }
+func NewKey(secret string, priority int) Key { return exchange.NewKey(secret, priority) }
 
 // Picker chooses the key for one attempt and learns from its outcome.
 //

@@ -1,9 +1,67 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
+
+	"github.com/llmgw/llmgw/pkg/gwerr"
 )
+
+// MaxErrBody caps how much of an upstream error body is read to classify
+// it.
+const MaxErrBody = 64 << 10
+
+// Sender is the one HTTP send of every HTTP adapter (openaicompat,
+// anthropic, gemini): it posts a JSON body to one upstream with the common
+// headers (SetRequestHeaders), reports every response to the call (Do), and
+// turns a non-2xx answer into the adapter's classified error.
+type Sender struct {
+	// Provider is the provider id, named in errors.
+	Provider string
+	// Client carries the transport; it has no total Timeout (streams are
+	// bounded by the failover engine).
+	Client *http.Client
+	// Headers are the provider's static headers.
+	Headers map[string]string
+	// AuthHeader is the header the key goes in (SetKeyHeader).
+	AuthHeader string
+	// StatusError classifies a non-2xx response from its status, headers
+	// and the first MaxErrBody bytes of its body; secret is the key that
+	// was sent, to be redacted from any message. Nil classifies by status
+	// alone.
+	StatusError func(resp *http.Response, body []byte, secret string) error
+}
+
+// Post sends body to url and returns the success response, whose body the
+// caller reads and closes. header, when set, adds the adapter's own
+// headers first (the static headers, trace context and key are set after
+// it). A failure is classified: TransportError, or StatusError for a
+// non-2xx status.
+func (s *Sender) Post(ctx context.Context, call *Call, url string, body []byte, stream bool, header func(http.Header)) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: s.Provider, Cause: err}
+	}
+	if header != nil {
+		header(req.Header)
+	}
+	SetRequestHeaders(req.Header, call, stream, s.Headers, s.AuthHeader)
+	resp, err := Do(ctx, s.Client, s.Provider, call, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrBody))
+		if s.StatusError == nil {
+			return nil, StatusError(s.Provider, resp.StatusCode, "", "", 0)
+		}
+		return nil, s.StatusError(resp, raw, call.Key.Secret)
+	}
+	return resp, nil
+}
 
 // SetRequestHeaders sets the headers every HTTP adapter sends on an
 // upstream request: a JSON body, the Accept of a stream (SSE, no
@@ -30,7 +88,7 @@ func SetRequestHeaders(h http.Header, call *Call, stream bool, static map[string
 // Do sends an upstream request and reports the response (success or not)
 // to call.OnResponse, so the key ledger sees every status and rate-limit
 // header. A transport failure comes back classified (TransportError); a
-// non-2xx response is returned for the adapter to read its error body.
+// non-2xx response is returned for the caller to read its error body.
 func Do(ctx context.Context, client *http.Client, providerID string, call *Call, req *http.Request) (*http.Response, error) {
 	resp, err := client.Do(req)
 	if err != nil {

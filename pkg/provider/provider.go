@@ -11,10 +11,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
@@ -39,7 +39,7 @@ type Call struct {
 	Step config.Step
 	// Key is the credential to use; zero when the provider has none or
 	// authenticates otherwise (bedrock uses the AWS credential chain).
-	Key keyledger.Key
+	Key exchange.Key
 	// OnResponse, when set, is called with the upstream status and headers
 	// of every response (success or error), before Send returns. The key
 	// ledger reads rate-limit headers from it.
@@ -108,7 +108,7 @@ func SetTraceHeader(h http.Header, req *exchange.Request) {
 // for: "authorization" sends it as a Bearer token, any other name (x-api-key,
 // api-key) carries the key as it is. No key, no header: never an empty
 // "Bearer ".
-func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
+func SetKeyHeader(h http.Header, header string, k exchange.Key) {
 	if k.Secret == "" {
 		return
 	}
@@ -117,6 +117,15 @@ func SetKeyHeader(h http.Header, header string, k keyledger.Key) {
 		return
 	}
 	h.Set(header, k.Secret)
+}
+
+// KeyHeader returns the header a provider's key goes in: its auth_header
+// (lower case), else def, its kind's default (config.Kind.AuthHeader).
+func KeyHeader(p *config.Provider, def string) string {
+	if p.AuthHeader != "" {
+		return strings.ToLower(p.AuthHeader)
+	}
+	return def
 }
 
 // TokenCounter is implemented by adapters whose upstream counts a request's

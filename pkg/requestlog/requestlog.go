@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Write logs rec as the "request" line: info, or warn for a 5xx.
@@ -197,7 +198,7 @@ func AppendRequestLine(b []byte, now time.Time, level slog.Level, clientIP strin
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, t, true)
+			b = jsonb.AppendString(b, t)
 		}
 		b = append(b, ']')
 	}
@@ -217,10 +218,10 @@ func appendAttempts(b []byte, as []exchange.Attempt) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"target":`...)
-		b = appendJSONString(b, a.Target, true)
+		b = jsonb.AppendString(b, a.Target)
 		if a.Key != "" {
 			b = append(b, `,"key":`...)
-			b = appendJSONString(b, a.Key, true)
+			b = jsonb.AppendString(b, a.Key)
 		}
 		if a.Status != 0 {
 			b = append(b, `,"status":`...)
@@ -228,15 +229,15 @@ func appendAttempts(b []byte, as []exchange.Attempt) []byte {
 		}
 		if a.Category != "" {
 			b = append(b, `,"category":`...)
-			b = appendJSONString(b, string(a.Category), true)
+			b = jsonb.AppendString(b, string(a.Category))
 		}
 		if a.Phase != "" {
 			b = append(b, `,"phase":`...)
-			b = appendJSONString(b, a.Phase, true)
+			b = jsonb.AppendString(b, a.Phase)
 		}
 		if a.Skipped != "" {
 			b = append(b, `,"skipped":`...)
-			b = appendJSONString(b, a.Skipped, true)
+			b = jsonb.AppendString(b, a.Skipped)
 		}
 		if a.Continues {
 			b = append(b, `,"continues":true`...)
@@ -245,7 +246,7 @@ func appendAttempts(b []byte, as []exchange.Attempt) []byte {
 		b = appendFloat(b, a.LatencyM)
 		if a.Stage != "" {
 			b = append(b, `,"stage":`...)
-			b = appendJSONString(b, a.Stage, true)
+			b = jsonb.AppendString(b, a.Stage)
 		}
 		if a.InputTokens != 0 {
 			b = append(b, `,"input_tokens":`...)
@@ -266,7 +267,7 @@ func key(b []byte, k string) []byte {
 	return append(b, '"', ':')
 }
 
-func str(b []byte, k, v string) []byte { return appendJSONString(key(b, k), v, false) }
+func str(b []byte, k, v string) []byte { return appendSlogString(key(b, k), v) }
 
 func integer(b []byte, k string, v int) []byte { return strconv.AppendInt(key(b, k), int64(v), 10) }
 
@@ -296,12 +297,14 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hex = "0123456789abcdef"
 
-// appendJSONString appends s quoted. With jsonMarshal false it escapes as
-// slog's own string encoder does (control characters other than \n \r \t
-// as \u00XX); with it true as encoding/json does (also \b and \f), which
-// is what slog writes inside a marshalled slog.Any value. Neither escapes
-// HTML; both write U+2028, U+2029 and each invalid UTF-8 byte as escapes.
-func appendJSONString(b []byte, s string, jsonMarshal bool) []byte {
+// appendSlogString appends s quoted as slog's JSON handler quotes a string
+// attribute. It is not jsonb.AppendString (encoding/json's form, which
+// this package uses for values slog would marshal, as inside a slog.Any):
+// slog's own string encoder writes \b and \f as \u0008 and \u000c, and the
+// request log must be byte for byte what slog writes. Otherwise the two
+// agree: no HTML escaping, U+2028, U+2029 and each invalid UTF-8 byte as
+// escapes.
+func appendSlogString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -321,10 +324,6 @@ func appendJSONString(b []byte, s string, jsonMarshal bool) []byte {
 				b = append(b, '\\', 'r')
 			case c == '\t':
 				b = append(b, '\\', 't')
-			case jsonMarshal && c == '\b':
-				b = append(b, '\\', 'b')
-			case jsonMarshal && c == '\f':
-				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}

@@ -10,7 +10,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,30 +22,24 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
-// maxBody caps a non-streaming response body; maxErrBody an error body.
-const (
-	maxBody    = 64 << 20
-	maxErrBody = 64 << 10
-)
+// maxBody caps a non-streaming response body.
+const maxBody = 64 << 20
 
 // timeNow is the clock for the Start event's Created and Retry-After dates.
 var timeNow = time.Now
 
 // Adapter sends requests to one Anthropic provider.
 type Adapter struct {
-	id         string
-	endpoint   string // base URL + /v1/messages, query kept
-	countURL   string // base URL + /v1/messages/count_tokens, query kept
-	authHeader string
-	version    string
-	headers    map[string]string
-	client     *http.Client
+	id       string
+	endpoint string // base URL + /v1/messages, query kept
+	countURL string // base URL + /v1/messages/count_tokens, query kept
+	version  string
+	send     provider.Sender
 }
 
 var (
@@ -77,10 +70,6 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	}
 	cu := *u
 	cu.Path += "/count_tokens"
-	auth := strings.ToLower(p.AuthHeader)
-	if auth == "" {
-		auth = "x-api-key"
-	}
 	version := p.Options["anthropic_version"]
 	if version == "" {
 		version = messageswire.DefaultVersion
@@ -88,7 +77,9 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Adapter{id: id, endpoint: u.String(), countURL: cu.String(), authHeader: auth, version: version, headers: p.Headers, client: client}, nil
+	a := &Adapter{id: id, endpoint: u.String(), countURL: cu.String(), version: version}
+	a.send = provider.Sender{Provider: id, Client: client, Headers: p.Headers, AuthHeader: provider.KeyHeader(p, defaultKeyHeader), StatusError: a.statusError}
+	return a, nil
 }
 
 // Send implements provider.Provider. Requests Anthropic cannot honour are
@@ -106,20 +97,10 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if err != nil {
 		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for target " + tr.target, Provider: a.id, Cause: err}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
-	}
 	stream := call.Req.Stream
-	req.Header.Set("anthropic-version", a.version)
-	provider.SetRequestHeaders(req.Header, call, stream, a.headers, a.authHeader)
-	resp, err := provider.Do(ctx, a.client, a.id, call, req)
+	resp, err := a.send.Post(ctx, call, a.endpoint, body, stream, func(h http.Header) { h.Set("anthropic-version", a.version) })
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.statusError(resp, call.Key)
 	}
 	created := timeNow().Unix()
 	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -146,14 +127,14 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	return provider.Events(u, evs...), nil
 }
 
-// statusError reads an Anthropic error body ({"type":"error","error":
-// {"type","message"}}) and classifies it: overloaded_error and 529 are
-// overloaded, 429 rate_limited with Retry-After, 401/403 the gateway's
-// credentials, 400 invalid_request with the redacted message as detail.
-func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+// statusError classifies an Anthropic error body ({"type":"error","error":
+// {"type","message"}}; provider.Sender.StatusError): overloaded_error and
+// 529 are overloaded, 429 rate_limited with Retry-After, 401/403 the
+// gateway's credentials, 400 invalid_request with the redacted message as
+// detail.
+func (a *Adapter) statusError(resp *http.Response, raw []byte, secret string) error {
 	var e messageswire.ErrorResponse
 	_ = json.Unmarshal(raw, &e)
-	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, k.Secret),
+	return provider.StatusError(a.id, resp.StatusCode, e.Error.Type, gwerr.Redact(e.Error.Message, secret),
 		retryafter.Parse(resp.Header, timeNow()))
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
@@ -90,7 +89,7 @@ func newAdapter(t *testing.T, p config.Provider) *Adapter {
 
 // newCall parses an OpenAI request body into a Call for model claude-x,
 // whose default max_tokens is 1024.
-func newCall(t *testing.T, body string, key keyledger.Key) *provider.Call {
+func newCall(t *testing.T, body string, key exchange.Key) *provider.Call {
 	t.Helper()
 	call, err := promptCall(t, body)
 	if err != nil {
@@ -105,7 +104,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}],
-		"tool_choice":"auto","temperature":0.2}`, keyledger.NewKey(testSecret, 0))
+		"tool_choice":"auto","temperature":0.2}`, exchange.NewKey(testSecret, 0))
 	call.Req.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	var statuses []int
 	var seen http.Header
@@ -153,7 +152,7 @@ func TestSendStreamingRequestHeadersAndTranslatedBody(t *testing.T) {
 func TestSendNoKeyMeansNoKeyHeader(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 	up := newFakeAnthropic(t, sseReply(readFixture(t, "text.sse")))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL + "/v1/", AuthHeader: "authorization",
 		Options: map[string]string{"anthropic_version": "2099-01-01"}, Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"}})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +185,7 @@ func TestSendVersionOptionAuthHeaderAndBaseURLWithV1(t *testing.T) {
 func TestSendNonStreaming(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x-20250101","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"cache_read_input_tokens":4,"output_tokens":2}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, keyledger.NewKey(testSecret, 0)))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":30}`, exchange.NewKey(testSecret, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +230,7 @@ func TestSendNonStreaming(t *testing.T) {
 func TestSendNonStreamingEmptyIsEmptyResponse(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","usage":{"input_tokens":9,"output_tokens":0}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 	if ge := gwerr.As(err); ge == nil || ge.Code != "empty_response" || ge.Category != gwerr.Unavailable {
 		t.Errorf("err = %v, want empty_response", err)
 	}
@@ -264,7 +263,7 @@ func TestSendStatusErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			up := newFakeAnthropic(t, jsonReply(c.status, c.body, c.hdr...))
 			a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
+			call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.NewKey(testSecret, 0))
 			var got []int
 			var gotHdr http.Header
 			call.OnResponse = func(status int, h http.Header) { got = append(got, status); gotHdr = h }
@@ -292,7 +291,7 @@ func TestSend400InvalidRequestDetailIsRedacted(t *testing.T) {
 	msg := "messages.1.content.0.tool_result: unexpected tool_use_id; key " + testSecret + " was used"
 	up := newFakeAnthropic(t, jsonReply(400, `{"type":"error","error":{"type":"invalid_request_error","message":"`+msg+`"}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0)))
+	_, err := a.Send(context.Background(), newCall(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, exchange.NewKey(testSecret, 0)))
 	ge := gwerr.As(err)
 	if ge.Category != gwerr.InvalidRequest || !strings.Contains(ge.Detail, "unexpected tool_use_id") {
 		t.Fatalf("got %+v, want invalid_request with the upstream message as detail", ge)
@@ -309,7 +308,7 @@ func TestSendRejectsUnsupportedBeforeAnyNetworkCall(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			call, err := promptCall(t, c.body)
 			if err == nil {
-				call.Key = keyledger.NewKey(testSecret, 0)
+				call.Key = exchange.NewKey(testSecret, 0)
 				// the registry's guard, then the adapter
 				if e := provider.RefuseUntranslated(call.Req, call.Step.ID, false); e != nil {
 					err = e
@@ -332,7 +331,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("error_event_is_overloaded", func(t *testing.T) {
 		up := newFakeAnthropic(t, sseReply(readFixture(t, "error_midstream.sse")))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +352,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 			conn.Close()
 		})
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+		s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +365,7 @@ func TestSendStreamErrorEventAndCutConnection(t *testing.T) {
 	t.Run("json_error_on_a_streaming_request", func(t *testing.T) {
 		up := newFakeAnthropic(t, jsonReply(200, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 		a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.Overloaded {
 			t.Errorf("err = %v, want overloaded", err)
 		}
@@ -378,7 +377,7 @@ func TestSendCancelledContext(t *testing.T) {
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+	_, err := a.Send(ctx, newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's error", err)
 	}
@@ -399,7 +398,7 @@ func TestSendMaxTokens(t *testing.T) {
 		{`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 5000, `"max_tokens":1024`},
 		{`{"model":"m","stream":true,"max_tokens":30,"messages":[{"role":"user","content":"hi"}]}`, 0, `"max_tokens":30`},
 	} {
-		call := newCall(t, c.body, keyledger.Key{})
+		call := newCall(t, c.body, exchange.Key{})
 		call.Req.OutputCap = c.cap
 		s, err := a.Send(context.Background(), call)
 		if err != nil {
@@ -418,7 +417,7 @@ func TestSendMaxTokens(t *testing.T) {
 func TestVariantIsAppliedToTheTranslatedRequest(t *testing.T) {
 	up := newFakeAnthropic(t, jsonReply(200, `{"id":"msg_v","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	call := newCall(t, `{"model":"m","temperature":0.9,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, keyledger.NewKey(testSecret, 0))
+	call := newCall(t, `{"model":"m","temperature":0.9,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, exchange.NewKey(testSecret, 0))
 	temp := 0.3
 	call.Step.Variant = &config.Variant{Name: "claude-v1", SystemPrefix: "You are Claude. ", Temperature: &temp, MaxTokensCap: 200}
 	if _, err := a.Send(context.Background(), call); err != nil {

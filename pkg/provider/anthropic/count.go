@@ -33,16 +33,12 @@ func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, er
 	if err != nil {
 		return 0, err
 	}
-	req, err := a.newRequest(ctx, call, a.countURL, body, false)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := a.do(ctx, call, req)
+	resp, err := a.post(ctx, call, a.countURL, body, false)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrBody))
 	if err != nil {
 		return 0, provider.TransportError(ctx, a.id, err)
 	}

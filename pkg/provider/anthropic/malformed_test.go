@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // TestMalformedEventIsSkippedAndCounted: a frame whose data is not JSON,
@@ -29,7 +29,7 @@ func TestMalformedEventIsSkippedAndCounted(t *testing.T) {
 
 	up := newFakeAnthropic(t, sseReply(body))
 	a := newAdapter(t, config.Provider{Kind: "anthropic", BaseURL: up.URL})
-	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{})
+	call := newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{})
 	s, err := a.Send(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)

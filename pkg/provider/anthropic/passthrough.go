@@ -77,34 +77,18 @@ func passthroughBody(body []byte, model string, outputCap int, v *chatwire.Varia
 	})
 }
 
-// newRequest builds an upstream request with the passthrough headers.
-func (a *Adapter) newRequest(ctx context.Context, call *provider.Call, url string, body []byte, stream bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
-	}
-	h := req.Header
-	h.Set("anthropic-version", a.version)
-	for _, name := range []string{"anthropic-version", "anthropic-beta"} {
-		if vs := call.Req.Header.Values(name); len(vs) > 0 {
-			h[http.CanonicalHeaderKey(name)] = vs
+// post sends a passthrough request: the client's anthropic-version and
+// anthropic-beta headers go along (the configured version when the client
+// gave none).
+func (a *Adapter) post(ctx context.Context, call *provider.Call, url string, body []byte, stream bool) (*http.Response, error) {
+	return a.send.Post(ctx, call, url, body, stream, func(h http.Header) {
+		h.Set("anthropic-version", a.version)
+		for _, name := range []string{"anthropic-version", "anthropic-beta"} {
+			if vs := call.Req.Header.Values(name); len(vs) > 0 {
+				h[http.CanonicalHeaderKey(name)] = vs
+			}
 		}
-	}
-	provider.SetRequestHeaders(h, call, stream, a.headers, a.authHeader)
-	return req, nil
-}
-
-// do sends an upstream request and classifies a failure.
-func (a *Adapter) do(ctx context.Context, call *provider.Call, req *http.Request) (*http.Response, error) {
-	resp, err := provider.Do(ctx, a.client, a.id, call, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.statusError(resp, call.Key)
-	}
-	return resp, nil
+	})
 }
 
 // passthrough serves a Messages request (see above).
@@ -114,11 +98,7 @@ func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provide
 	if err != nil {
 		return nil, err
 	}
-	req, err := a.newRequest(ctx, call, a.endpoint, body, rq.Stream)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := a.do(ctx, call, req)
+	resp, err := a.post(ctx, call, a.endpoint, body, rq.Stream)
 	if err != nil {
 		return nil, err
 	}

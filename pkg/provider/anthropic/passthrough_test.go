@@ -13,7 +13,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
@@ -38,7 +37,7 @@ func messagesCall(body string, stream bool, outputCap int, hdr http.Header) *pro
 	return &provider.Call{
 		Req:  &exchange.Request{API: exchange.Messages, Stream: stream, Body: []byte(body), Header: hdr, OutputCap: outputCap},
 		Step: config.Step{ID: "anth/claude-up", Provider: "anth", Model: "claude-up"},
-		Key:  keyledger.Key{Secret: testSecret},
+		Key:  exchange.Key{Secret: testSecret},
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -95,7 +94,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		"top_p":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_p":0.5}`,
 		"top_k":       `{"model":"m","messages":[{"role":"user","content":"hi"}],"top_k":3}`,
 	} {
-		_, err := a.Send(context.Background(), newCall(t, body, keyledger.Key{}))
+		_, err := a.Send(context.Background(), newCall(t, body, exchange.Key{}))
 		if ge := gwerr.As(err); ge == nil || ge.Category != gwerr.InvalidRequest || ge.Param != param || !strings.Contains(ge.Message, "2026-10-21") {
 			t.Errorf("%s: err = %v, want invalid_request naming the version", param, err)
 		}
@@ -104,7 +103,7 @@ func TestSendVersion20261021RejectsSamplingParameters(t *testing.T) {
 		t.Error("the upstream was called")
 	}
 	// Without sampling parameters the same provider works.
-	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, keyledger.Key{}))
+	s, err := a.Send(context.Background(), newCall(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, exchange.Key{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,22 +27,17 @@ import (
 // DefaultBaseURL is the Gemini API root used when base_url is empty.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 
-// maxBody caps a non-streaming response body; maxErrBody an error body.
-const (
-	maxBody    = 64 << 20
-	maxErrBody = 64 << 10
-)
+// maxBody caps a non-streaming response body.
+const maxBody = 64 << 20
 
 // timeNow is the clock for the Start event's Created and Retry-After dates.
 var timeNow = time.Now
 
 // Adapter sends requests to one Gemini provider.
 type Adapter struct {
-	id         string
-	base       *url.URL
-	authHeader string
-	headers    map[string]string
-	client     *http.Client
+	id   string
+	base *url.URL
+	send provider.Sender
 }
 
 var _ provider.Provider = (*Adapter)(nil)
@@ -67,14 +61,14 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	auth := strings.ToLower(p.AuthHeader)
-	if auth == "" {
-		auth = "x-goog-api-key"
-	}
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Adapter{id: id, base: u, authHeader: auth, headers: p.Headers, client: client}, nil
+	return &Adapter{id: id, base: u, send: provider.Sender{Provider: id, Client: client, Headers: p.Headers,
+		AuthHeader: provider.KeyHeader(p, defaultKeyHeader),
+		StatusError: func(resp *http.Response, raw []byte, secret string) error {
+			return statusError(id, resp, raw, secret)
+		}}}, nil
 }
 
 // endpoint is the method URL for a model: models/{model}:generateContent,
@@ -105,19 +99,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for target " + tr.target, Provider: a.id, Cause: err}
 	}
 	stream := call.Req.Stream
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(call.Model(), stream), bytes.NewReader(body))
-	if err != nil {
-		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
-	}
-	provider.SetRequestHeaders(req.Header, call, stream, a.headers, a.authHeader)
-	resp, err := provider.Do(ctx, a.client, a.id, call, req)
+	resp, err := a.send.Post(ctx, call, a.endpoint(call.Model(), stream), body, stream, nil)
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
-		return nil, statusError(a.id, resp, raw, call.Key.Secret)
 	}
 	created := timeNow().Unix()
 	signatures := greq.GenerationConfig != nil && greq.GenerationConfig.ThinkingConfig != nil && greq.GenerationConfig.ThinkingConfig.IncludeThoughts

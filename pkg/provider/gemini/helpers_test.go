@@ -17,7 +17,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
@@ -111,7 +110,7 @@ func newCall(t *testing.T, body string) *provider.Call {
 	}
 	rq := &exchange.Request{API: exchange.Chat, Prompt: prompt, Untranslated: lost, Body: []byte(body), Stream: r.Stream, WantsUsage: r.WantsUsage()}
 	return &provider.Call{Req: rq, Step: config.Step{ID: "g/gemini-test", Provider: "g", Model: "gemini-test", MaxTokens: 4096},
-		Key: keyledger.Key{Secret: testKey}}
+		Key: exchange.Key{Secret: testKey}}
 }
 
 // send is the attempt as the provider registry makes it: what the Prompt

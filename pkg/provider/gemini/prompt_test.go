@@ -10,7 +10,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
@@ -18,7 +17,7 @@ import (
 // client) given by its canonical Prompt.
 func promptCall(p *exchange.Prompt) *provider.Call {
 	rq := &exchange.Request{API: exchange.Messages, Prompt: p}
-	return &provider.Call{Req: rq, Step: config.Step{ID: "g/gemini-test", Provider: "g", Model: "gemini-test"}, Key: keyledger.Key{Secret: testKey}}
+	return &provider.Call{Req: rq, Step: config.Step{ID: "g/gemini-test", Provider: "g", Model: "gemini-test"}, Key: exchange.Key{Secret: testKey}}
 }
 
 // promptWire sends p to a fake answering answer and returns the wire body

@@ -29,7 +29,7 @@ func (a *Adapter) sendEmbeddings(ctx context.Context, call *provider.Call) (prov
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.post(ctx, call, a.embeddingsEndpoint, body, false)
+	resp, err := a.send.Post(ctx, call, a.embeddingsEndpoint, body, false, nil)
 	if err != nil {
 		return nil, err
 	}

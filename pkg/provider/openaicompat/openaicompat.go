@@ -16,17 +16,13 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
-// maxBody caps a non-streaming response body; maxErrBody an error body.
-const (
-	maxBody    = 64 << 20
-	maxErrBody = 64 << 10
-)
+// maxBody caps a non-streaming response body.
+const maxBody = 64 << 20
 
 // Adapter sends chat completions to one OpenAI-compatible provider.
 type Adapter struct {
@@ -40,9 +36,7 @@ type Adapter struct {
 	// embeddingsEndpoint is base URL + /embeddings (query kept), for a
 	// provider that speaks the embeddings API (apis: [embeddings]).
 	embeddingsEndpoint string
-	authHeader         string
-	headers            map[string]string
-	client             *http.Client
+	send               provider.Sender
 	// maxTokensField names the field a capped request's output limit is sent
 	// in: "max_tokens" (default: the widest support) or
 	// "max_completion_tokens" (options.max_tokens_field; OpenAI's reasoning
@@ -70,13 +64,10 @@ func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
 	u.Path = base + "/embeddings"
 	embeddings := u.String()
 	u.Path = base + "/responses"
-	auth := strings.ToLower(p.AuthHeader)
-	if auth == "" {
-		auth = "authorization"
-	}
-	return &Adapter{id: id, endpoint: endpoint, responsesEndpoint: u.String(), responses: p.Speaks(string(exchange.Responses)),
-		embeddingsEndpoint: embeddings,
-		authHeader:         auth, headers: p.Headers, client: client, maxTokensField: p.Options["max_tokens_field"]}, nil
+	a := &Adapter{id: id, endpoint: endpoint, responsesEndpoint: u.String(), responses: p.Speaks(string(exchange.Responses)),
+		embeddingsEndpoint: embeddings, maxTokensField: p.Options["max_tokens_field"]}
+	a.send = provider.Sender{Provider: id, Client: client, Headers: p.Headers, AuthHeader: provider.KeyHeader(p, defaultKeyHeader), StatusError: a.statusError}
+	return a, nil
 }
 
 // Send implements provider.Provider. A Chat Completions request passes
@@ -115,7 +106,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.post(ctx, call, a.endpoint, body, stream)
+	resp, err := a.send.Post(ctx, call, a.endpoint, body, stream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -162,10 +153,9 @@ func usageOf(ou chatwire.Usage) exchange.TokenUsage {
 	return u
 }
 
-// statusError reads an upstream error body and classifies it. The body's
-// message is redacted before it may reach a client.
-func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
+// statusError classifies an upstream error (provider.Sender.StatusError).
+// The body's message is redacted before it may reach a client.
+func (a *Adapter) statusError(resp *http.Response, raw []byte, secret string) error {
 	var env struct {
 		Error struct {
 			Message string `json:"message"`
@@ -178,6 +168,6 @@ func (a *Adapter) statusError(resp *http.Response, k keyledger.Key) error {
 	if c, ok := env.Error.Code.(string); ok {
 		errType += " " + c // the code is often the more specific word (content_policy_violation)
 	}
-	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, k.Secret),
+	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, secret),
 		retryafter.Parse(resp.Header, timeNow()))
 }

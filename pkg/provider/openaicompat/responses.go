@@ -1,11 +1,9 @@
 package openaicompat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -55,7 +53,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.post(ctx, call, a.responsesEndpoint, body, rq.Stream)
+	resp, err := a.send.Post(ctx, call, a.responsesEndpoint, body, rq.Stream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +88,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Responses, Flags: flags, Finish: ri.FinishReason}), nil
 }
 
-// post sends one request body to endpoint and returns the success
-// response; an error status is read and classified.
-func (a *Adapter) post(ctx context.Context, call *provider.Call, endpoint string, body []byte, stream bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: a.id, Cause: err}
-	}
-	provider.SetRequestHeaders(req.Header, call, stream, a.headers, a.authHeader)
-	resp, err := provider.Do(ctx, a.client, a.id, call, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.statusError(resp, call.Key)
-	}
-	return resp, nil
-}
-
+// responsesUsage maps Responses API usage to the gateway's.
 func responsesUsage(ru responseswire.ResponsesUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens}
 }

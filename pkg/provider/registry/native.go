@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
@@ -18,6 +17,7 @@ import (
 // only when none can serve it.
 type nativeGuard struct {
 	p    *config.Provider
+	d    *provider.Descriptor
 	next provider.Provider
 }
 
@@ -28,10 +28,10 @@ func (g nativeGuard) Unwrap() provider.Provider { return g.next }
 // Send implements provider.Provider.
 //
 // An embeddings request is refused the same way by a provider that neither
-// speaks the embeddings API (apis: [embeddings]) nor translates it (kind
-// bedrock, for its Titan and Cohere embedding models).
+// speaks the embeddings API (apis: [embeddings]) nor translates it
+// (provider.Descriptor.Serves).
 func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	if call.Req.API == exchange.Embeddings && g.p.Kind != "bedrock" && !g.p.Speaks(string(exchange.Embeddings)) {
+	if !g.d.Serves(g.p, call.Req.API) {
 		return nil, provider.Unsupported(call.Step.ID, "input", "the embeddings API (the provider does not list embeddings in apis)")
 	}
 	native := g.p.Speaks(string(call.Req.API))

@@ -38,7 +38,7 @@ func TestGuardRefusesUntranslatedFeaturesUnlessTheProviderSpeaksTheAPI(t *testin
 		{"anthropic", exchange.Responses, nil, false},
 	} {
 		next := &countingProvider{}
-		g := nativeGuard{p: &config.Provider{Kind: tc.kind, APIs: tc.apis}, next: next}
+		g := guard(tc.kind, tc.apis, next)
 		call := &provider.Call{Req: &exchange.Request{API: tc.api, Untranslated: lost}, Step: config.Step{ID: "p/m"}}
 		_, err := g.Send(context.Background(), call)
 		if tc.serve {
@@ -54,8 +54,41 @@ func TestGuardRefusesUntranslatedFeaturesUnlessTheProviderSpeaksTheAPI(t *testin
 	}
 	// Without such features every provider may translate.
 	next := &countingProvider{}
-	g := nativeGuard{p: &config.Provider{Kind: "openai"}, next: next}
+	g := guard("openai", nil, next)
 	if _, err := g.Send(context.Background(), &provider.Call{Req: &exchange.Request{API: exchange.Messages}}); err != nil || next.calls.Load() != 1 {
 		t.Fatalf("err %v calls %d", err, next.calls.Load())
+	}
+}
+
+// guard is the guard Build puts around an adapter of a built-in kind.
+func guard(kind string, apis []string, next provider.Provider) nativeGuard {
+	d, _ := Lookup(kind)
+	return nativeGuard{p: &config.Provider{Kind: kind, APIs: apis}, d: d, next: next}
+}
+
+// An embeddings request reaches only a provider that speaks the embeddings
+// API or whose kind translates it (bedrock); the others refuse it before
+// any call.
+func TestGuardSendsEmbeddingsOnlyWhereTheKindServesThem(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		apis  []string
+		serve bool
+	}{
+		{"openai", nil, false},
+		{"openai", []string{"chat", "embeddings"}, true},
+		{"fake", []string{"embeddings"}, true},
+		{"anthropic", nil, false},
+		{"gemini", nil, false},
+		{"bedrock", nil, true},
+	} {
+		next := &countingProvider{}
+		_, err := guard(tc.kind, tc.apis, next).Send(context.Background(), &provider.Call{Req: &exchange.Request{API: exchange.Embeddings}, Step: config.Step{ID: "p/m"}})
+		if served := err == nil && next.calls.Load() == 1; served != tc.serve {
+			t.Errorf("%s %v: served %v (err %v), want %v", tc.kind, tc.apis, served, err, tc.serve)
+		}
+		if !tc.serve && (gwerr.As(err).Code != provider.CodeUnsupportedFeature || next.calls.Load() != 0) {
+			t.Errorf("%s %v: err %v calls %d: must be refused before any call", tc.kind, tc.apis, err, next.calls.Load())
+		}
 	}
 }

@@ -1,7 +1,9 @@
-// Package registry builds provider adapters from config: one factory per
-// kind, in one table. Adding a kind is one line here and a package under
-// pkg/provider; the failover code never changes. It is the provider
-// registry: the one place that maps a configured kind to its adapter.
+// Package registry builds provider adapters from config. Every provider
+// kind is one descriptor (provider.Descriptor), owned by its adapter
+// package, and one line in Kinds below: adding a kind is a package under
+// pkg/provider and that line; the config loader, the failover code and the
+// server never change. It is the one place that maps a configured kind to
+// its adapter.
 package registry
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -21,28 +24,62 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider/rechunk"
 )
 
+// Kinds are the provider kinds built into the gateway, one descriptor a
+// line, in the order the config loader names them.
+var Kinds = []*provider.Descriptor{
+	openaicompat.Descriptor,
+	anthropic.Descriptor,
+	bedrock.Descriptor,
+	gemini.Descriptor,
+	fakellm.Descriptor,
+}
+
 // Factory builds the adapter for one configured provider.
 type Factory func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error)
 
-// Factories maps each provider kind to its factory.
-var Factories = map[string]Factory{
-	"openai": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return openaicompat.New(id, p, HTTPClient(p))
-	},
-	"bedrock": func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return bedrock.New(ctx, id, p, nil)
-	},
-	"anthropic": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return anthropic.New(id, p, HTTPClient(p))
-	},
-	"gemini": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return gemini.New(id, p, HTTPClient(p))
-	},
-	"fake": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		fp := *p
-		fp.BaseURL = "http://fake.invalid/v1"
-		return openaicompat.New(id, &fp, &http.Client{Transport: &fakellm.Transport{Script: p.Fake}})
-	},
+// Factories maps each registered kind to its factory (the descriptor's
+// New with the registry's HTTP client). A test may replace one.
+var Factories = map[string]Factory{}
+
+// descriptors maps each registered kind to its descriptor.
+var descriptors struct {
+	sync.RWMutex
+	m map[string]*provider.Descriptor
+}
+
+func init() {
+	for _, d := range Kinds {
+		Register(d)
+	}
+}
+
+// Register adds a provider kind: the config loader accepts it
+// (config.RegisterKind) and Build builds its adapters. Kinds calls it for
+// every built-in kind; a test registers a kind of its own. It panics when
+// another descriptor has the kind's name.
+func Register(d *provider.Descriptor) {
+	config.RegisterKind(&d.Config)
+	descriptors.Lock()
+	defer descriptors.Unlock()
+	if descriptors.m == nil {
+		descriptors.m = map[string]*provider.Descriptor{}
+	}
+	name := d.Config.Name
+	if o := descriptors.m[name]; o != nil && o != d {
+		panic("registry: provider kind " + name + " is registered twice")
+	}
+	descriptors.m[name] = d
+	Factories[name] = func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
+		return d.New(ctx, id, p, HTTPClient(p))
+	}
+}
+
+// Lookup returns the descriptor of a registered kind.
+func Lookup(kind string) (*provider.Descriptor, bool) {
+	descriptors.RLock()
+	defer descriptors.RUnlock()
+	d, ok := descriptors.m[kind]
+	return d, ok
 }
 
 // Build returns an adapter for every provider in the config.
@@ -50,15 +87,16 @@ func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provide
 	out := make(map[string]provider.Provider, len(cfg.Providers))
 	for _, id := range cfg.ProviderIDs() {
 		p := cfg.Providers[id]
-		f, ok := Factories[p.Kind]
-		if !ok {
+		d, ok := Lookup(p.Kind)
+		f := Factories[p.Kind]
+		if !ok || f == nil {
 			return nil, fmt.Errorf("provider %s: kind %q is not built into this gateway", id, p.Kind)
 		}
 		a, err := f(ctx, id, p)
 		if err != nil {
 			return nil, err
 		}
-		out[id] = nativeGuard{p: p, next: a}
+		out[id] = nativeGuard{p: p, d: d, next: a}
 	}
 	return out, nil
 }

@@ -94,6 +94,10 @@ func LoadConfig(ctx context.Context, path string) (*config.Config, error) {
 	return LoadConfigWith(ctx, ConfigOptions{Path: path})
 }
 
+// The programs reading configs here use their teams only and build no
+// provider, so they link no adapter: provider kinds are not checked.
+func init() { config.AcceptAnyKind() }
+
 // LoadConfigFrom is LoadConfig with the environment read through getenv.
 func LoadConfigFrom(ctx context.Context, path string, getenv func(string) string) (*config.Config, error) {
 	return LoadConfigWith(ctx, ConfigOptions{Path: path, Getenv: getenv})

@@ -1,0 +1,45 @@
+package bedrock
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/modelid"
+	"github.com/llmgw/llmgw/pkg/provider"
+)
+
+// Descriptor is provider kind "bedrock": Bedrock Runtime's Converse and
+// ConverseStream (and InvokeModel for embeddings) in region, or at
+// endpoint. It speaks none of the client APIs: every request is
+// translated, embeddings too (Titan and Cohere models). It takes no keys:
+// the AWS credential chain signs every request. Its targets take
+// options prompt_caching (on|off) and base_model, and a model id that is a
+// cross-region inference profile or an ARN is priced as its base model.
+var Descriptor = &provider.Descriptor{
+	Config: config.Kind{
+		Name: "bedrock",
+		TargetOptions: map[string]func(string) string{
+			"prompt_caching": func(v string) string {
+				if v != "on" && v != "off" {
+					return config.Show(v) + " is not on or off"
+				}
+				return ""
+			},
+			"base_model": func(v string) string {
+				if v == "" || strings.HasPrefix(v, "arn:") {
+					return config.Show(v) + " must be a base model id (like anthropic.claude-sonnet-4-5-20250929-v1:0)"
+				}
+				return ""
+			},
+		},
+		BaseModel: modelid.Base,
+	},
+	TranslatesEmbeddings: true,
+	New: func(ctx context.Context, id string, p *config.Provider, _ *http.Client) (provider.Provider, error) {
+		return New(ctx, id, p, nil)
+	},
+}
+
+func init() { config.RegisterKind(&Descriptor.Config) }
