@@ -50,9 +50,8 @@ type Adapter struct {
 }
 
 var (
-	_ provider.Provider     = (*Adapter)(nil)
+	_ provider.Provider = (*Adapter)(nil)
 )
-
 
 // New returns the adapter for provider id. The endpoint is base_url +
 // "/v1/messages" (base_url like https://api.anthropic.com; a base_url that

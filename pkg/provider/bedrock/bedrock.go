@@ -142,9 +142,8 @@ type Adapter struct {
 }
 
 var (
-	_ provider.Provider     = (*Adapter)(nil)
+	_ provider.Provider = (*Adapter)(nil)
 )
-
 
 // New builds the adapter for provider id: one SDK client, from the default
 // AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME,

@@ -52,7 +52,6 @@ type Adapter struct {
 
 var _ provider.Provider = (*Adapter)(nil)
 
-
 // New returns the adapter for provider id. client carries the transport
 // (connection pooling, connect timeout); it must not have a total Timeout,
 // streams are bounded by the failover engine's phase timeouts instead.
