@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // API names a client-facing wire API (an ingress) or the API an upstream
@@ -33,7 +32,7 @@ const (
 	Embeddings API = "embeddings"
 	// Prefill is the API of a continuation request (the failover engine's,
 	// never a client's): no upstream speaks it, so every adapter builds the
-	// request from its canonical form (Chat, which ends with the assistant
+	// request from its canonical form (Prompt, which ends with the assistant
 	// text to continue) and answers in canonical events.
 	Prefill API = "prefill"
 )
@@ -78,21 +77,8 @@ type Request struct {
 	// every ingress decodes into and every translating adapter reads. The
 	// client's bytes stay in Body for same-API passthrough.
 	Prompt *Prompt
-	// Chat is the former canonical form, the OpenAI chat shape, kept while
-	// the adapters move to Prompt.
-	//
-	// Deprecated: read Prompt.
-	Chat *chatwire.ChatRequest
-	// ChatLost lists what the retiring Chat form loses of the request that
-	// Prompt carries (a Messages request's thinking, top_k, ...): an adapter
-	// still building from Chat refuses it (provider.RefuseChatLost), one
-	// that builds from the Prompt checks the Prompt itself. nil when the
-	// ingress fills Chat without loss beyond Untranslated.
-	//
-	// Deprecated: removed with Chat.
-	ChatLost []Feature
 	// Embed is an embeddings request in canonical form (API Embeddings;
-	// Chat is then nil).
+	// Prompt is then nil).
 	Embed *EmbedRequest
 	// Body is the request body exactly as the client sent it. An upstream
 	// that speaks API receives it with only the model (and the output cap)
@@ -102,8 +88,8 @@ type Request struct {
 	// receive unchanged (anthropic-version, anthropic-beta); nil if none.
 	Header http.Header
 	// Untranslated lists what the client asked for that only an upstream
-	// speaking API natively can honour: what the canonical form (Chat)
-	// cannot carry (Anthropic's extended thinking, a Responses built-in
+	// speaking API natively can honour: what the canonical form (Prompt)
+	// cannot carry (Anthropic's context_management, a Responses built-in
 	// tool, stored conversation state). An upstream that speaks API gets it
 	// in Body; every other target refuses the attempt before any network
 	// call (the provider registry's guard), so the failover engine tries the

@@ -1,7 +1,6 @@
 package failover
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // continuation is a session's mid-stream continuation (opt-in per route,
@@ -184,12 +182,6 @@ func (c *continuation) request(prefill string) *exchange.Request {
 	p.Messages = append(slices.Clone(p.Messages), exchange.Message{Role: exchange.RoleAssistant,
 		Content: []exchange.Block{{Type: exchange.BlockText, Text: prefill}}})
 	crq.API, crq.Prompt, crq.Body = exchange.Prefill, &p, nil
-	if c.rq.Chat != nil {
-		chat := *c.rq.Chat
-		chat.Messages = append(slices.Clone(chat.Messages), chatwire.Message{Role: "assistant", Content: chatwire.Content{Text: prefill}})
-		crq.Chat = &chat
-		crq.Body, _ = json.Marshal(&chat) // its size feeds the adapters' estimates
-	}
 	crq.Trace.Attempts = slices.Clone(c.rq.Trace.Attempts)
 	return &crq
 }

@@ -41,7 +41,7 @@ func (m *Moderator) check(ctx context.Context, env stage.ModerationEnv, req *exc
 		Sampling: exchange.Sampling{MaxTokens: maxTokens, Temperature: &zero}}
 	body, _ := json.Marshal(chat)
 	mreq := &exchange.Request{ID: req.ID, API: CheckAPI, Start: m.now(), Caller: req.Caller, Route: k.Route,
-		Steps: steps, Policy: route.Policy, Prompt: prompt, Chat: chat, Body: body}
+		Steps: steps, Policy: route.Policy, Prompt: prompt, Body: body}
 	cctx, cancel := context.WithTimeoutCause(ctx, k.Timeout.D(), errCheckTimeout)
 	defer cancel()
 	answer, u, err := collect(cctx, env, mreq)

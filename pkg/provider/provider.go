@@ -32,8 +32,7 @@ type Provider interface {
 // gateway, plus what belongs to this attempt only.
 type Call struct {
 	// Req is the request; adapters build from its canonical form
-	// (Call.Prompt; Call.Chat while some still read the retiring form),
-	// or forward Req.Body when the upstream speaks Req.API.
+	// (Call.Prompt), or forward Req.Body when the upstream speaks Req.API.
 	Req *exchange.Request
 	// Step is the target: its model id, default max tokens, options.
 	Step config.Step
@@ -69,11 +68,6 @@ func (c *Call) Variant() *chatwire.Variant {
 	return &chatwire.Variant{System: v.System, SystemPrefix: v.SystemPrefix, SystemSuffix: v.SystemSuffix,
 		Temperature: v.Temperature, TopP: v.TopP, MaxTokensCap: v.MaxTokensCap}
 }
-
-// Chat is the canonical request a translating adapter builds this
-// attempt from: Req.Chat with the target's prompt variant applied (a
-// copy; Req.Chat itself when the target has none).
-func (c *Call) Chat() *chatwire.ChatRequest { return c.Req.Chat.WithVariant(c.Variant()) }
 
 // Stream yields the events of one upstream response.
 //

@@ -45,32 +45,3 @@ func TestRefuse(t *testing.T) {
 		t.Errorf("p1/n dropped %v", got)
 	}
 }
-
-type chatAdapter struct{ Provider }
-
-type promptAdapter struct{ Provider }
-
-func (promptAdapter) ReadsPrompt() {}
-
-// What the retiring Chat form lost is refused for an adapter still reading
-// it, never for one that reads the Prompt nor for a native upstream; a
-// route's translate_without lets it drop (noted).
-func TestRefuseChatLost(t *testing.T) {
-	req := &exchange.Request{API: exchange.Messages, ChatLost: []exchange.Feature{{Param: "thinking", Key: "thinking", What: "adaptive thinking"}}}
-	call := &Call{Req: req, Step: config.Step{ID: "p0/m"}}
-	e := RefuseChatLost(call, chatAdapter{}, false)
-	if e == nil || e.Code != CodeUnsupportedFeature || e.Param != "thinking" ||
-		e.Message != "adaptive thinking is not supported by target p0/m: only an upstream that speaks the messages API natively can honour it" {
-		t.Fatalf("chat adapter: %+v", e)
-	}
-	if e := RefuseChatLost(call, promptAdapter{}, false); e != nil {
-		t.Errorf("prompt adapter refused: %v", e)
-	}
-	if e := RefuseChatLost(call, chatAdapter{}, true); e != nil {
-		t.Errorf("native upstream refused: %v", e)
-	}
-	req.Policy.TranslateWithout = []string{"thinking"}
-	if e := RefuseChatLost(call, chatAdapter{}, false); e != nil || !slices.Equal(req.Trace.DroppedBy("p0/m"), []string{"thinking"}) {
-		t.Errorf("translate_without thinking: %v, dropped %v", e, req.Trace.DroppedBy("p0/m"))
-	}
-}

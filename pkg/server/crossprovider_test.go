@@ -234,7 +234,7 @@ routes:
   r: {targets: [{provider: reasoning, model: o3}]}
 `, anth.URL, oai.URL+"/v1", oai.URL+"/v1"), func(o *server.Options) {
 		o.Admit = func(_ context.Context, a *exchange.Request) (exchange.Settle, error) {
-			if a.Chat.MaxOutputTokens() == 0 {
+			if a.Prompt.Sampling.MaxTokens == 0 {
 				a.OutputCap = 77
 			}
 			return nil, nil

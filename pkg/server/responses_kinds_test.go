@@ -127,7 +127,7 @@ func TestResponsesAdmittedOutputCap(t *testing.T) {
 	chatOnly := newUpstream(t, okHandler)
 	g := newGateway(t, responsesRoute([2]string{"native", native.URL}), func(o *server.Options) {
 		o.Admit = func(_ context.Context, a *exchange.Request) (exchange.Settle, error) {
-			if a.Chat.MaxOutputTokens() == 0 {
+			if a.Prompt.Sampling.MaxTokens == 0 {
 				a.OutputCap = 77
 			}
 			return nil, nil

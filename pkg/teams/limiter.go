@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -205,7 +207,7 @@ func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	}
 	if lim.MaxOutputTokens > 0 && e.RequestedOutput > lim.MaxOutputTokens {
 		param := "max_tokens"
-		if a.Chat != nil && a.Chat.MaxCompletionTokens != nil {
+		if a.API == exchange.Chat && gjson.GetBytes(a.Body, "max_completion_tokens").Exists() {
 			param = "max_completion_tokens"
 		}
 		return gwerr.New(gwerr.InvalidRequest, "%s is %d; this team's plan allows at most %d output tokens per request",

@@ -62,7 +62,7 @@ func admissionB(b testing.TB, cfg *config.Config) *exchange.Request {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Chat: req, Prompt: prompt, Body: []byte(body400)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: "search"}, Route: req.Model, Steps: steps, Prompt: prompt, Body: []byte(body400)}
 }
 
 func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchange.Request {
@@ -79,7 +79,7 @@ func admission(t testing.TB, cfg *config.Config, team, tag, body string) *exchan
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Chat: req, Prompt: prompt, Body: []byte(body)}
+	return &exchange.Request{Caller: &exchange.Caller{Team: team}, Route: req.Model, Tag: tag, Steps: steps, Prompt: prompt, Body: []byte(body)}
 }
 
 // body400 has 400 characters of content and max_tokens 1000: the estimate

@@ -32,7 +32,7 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 	if err != nil {
 		return err
 	}
-	req.Chat, req.Prompt, req.Body, req.Untranslated = cr, prompt, body, lost
+	req.Prompt, req.Body, req.Untranslated = prompt, body, lost
 	req.Route, req.Stream, req.WantsUsage = cr.Model, cr.Stream, cr.WantsUsage()
 	if cr.Metadata != nil {
 		req.Tag = cr.Metadata["tag"]

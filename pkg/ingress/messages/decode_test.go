@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -108,93 +107,5 @@ func TestCountDecodeNeedsNoMaxTokens(t *testing.T) {
 	req := &exchange.Request{}
 	if err := (Ingress{}).DecodeCount(r, []byte(`{"model":"m",`+user+`}`), req); err != nil || req.Route != "m" || req.Stream {
 		t.Fatalf("count decode: %v %+v", err, req)
-	}
-}
-
-// canonical returns the retiring Chat form of body as JSON, and the params
-// of what that form could not carry (Request.ChatLost).
-func canonical(t *testing.T, body string) (string, []string) {
-	t.Helper()
-	req, err := decodeBody(t, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := json.Marshal(req.Chat)
-	return string(out), features(req.ChatLost)
-}
-
-// features lists fs as "param: what".
-func features(fs []exchange.Feature) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Param+": "+f.What)
-	}
-	return out
-}
-
-func TestCanonicalForm(t *testing.T) {
-	cases := map[string]struct{ body, want string }{
-		"text and system string": {`{"model":"m","max_tokens":9,"system":"Be brief.",` + user + `}`,
-			`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],"max_tokens":9}`},
-		"system blocks keep their cache control": {`{"model":"m","max_tokens":9,"system":[{"type":"text","text":"A"},{"type":"text","text":"B","cache_control":{"type":"ephemeral"}}],` + user + `}`,
-			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"A"},{"type":"text","text":"B","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"hi"}],"max_tokens":9}`},
-		"multi-turn": {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"}]},{"role":"user","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"}]},{"role":"user","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral","ttl":"1h"}}]}],"max_tokens":9}`},
-		"images": {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"type":"image","source":{"type":"url","url":"https://example.com/a.jpg"}},{"type":"text","text":"what?"}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}},{"type":"image_url","image_url":{"url":"https://example.com/a.jpg"}},{"type":"text","text":"what?"}]}],"max_tokens":9}`},
-		"pdf document": {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"}}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBE","filename":"document.pdf"}}]}],"max_tokens":9}`},
-		"tool round trip": {`{"model":"m","max_tokens":9,"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}},"cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true},"messages":[{"role":"user","content":"Paris?"},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city": "Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C","cache_control":{"type":"ephemeral"}},{"type":"text","text":"and tomorrow?"}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"Paris?"},{"role":"assistant","content":[{"type":"text","text":"Checking."}],"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","content":"18C","tool_call_id":"toolu_1","cache_control":{"type":"ephemeral"}},{"role":"user","content":[{"type":"text","text":"and tomorrow?"}]}],"max_tokens":9,"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}},"cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false}`},
-		"tool result blocks and a tool-only turn": {`{"model":"m","max_tokens":9,"tools":[{"name":"look","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"look","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"seen"},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}}]}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"look","arguments":"{}"}}]},{"role":"tool","content":[{"type":"text","text":"seen"},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}}],"tool_call_id":"t1"}],"max_tokens":9,"tools":[{"type":"function","function":{"name":"look","parameters":{"type":"object"}}}],"tool_choice":"required"}`},
-		"mid-conversation system message": {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"Env: linux","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"b"}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"Env: linux","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"b"}],"max_tokens":9}`},
-		"options": {`{"model":"m","max_tokens":9,"stream":true,"stop_sequences":["END","STOP"],"temperature":0.2,"top_p":0.9,"metadata":{"user_id":"u-42"},"thinking":{"type":"disabled"},"tool_choice":{"type":"none"},"tools":[{"name":"t","input_schema":{"type":"object"}}],` + user + `}`,
-			`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":9,"temperature":0.2,"top_p":0.9,"stop":["END","STOP"],"tools":[{"type":"function","function":{"name":"t","parameters":{"type":"object"}}}],"tool_choice":"none","user":"u-42"}`},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, lost := canonical(t, c.body)
-			if got != c.want {
-				t.Errorf("canonical\n got %s\nwant %s", got, c.want)
-			}
-			if len(lost) > 0 {
-				t.Errorf("untranslated %q, want none", lost)
-			}
-		})
-	}
-}
-
-// TestChatFormLossesAreListed: what the retiring Chat form cannot carry is
-// listed in ChatLost, so that an adapter still building from it refuses the
-// request (provider.RefuseChatLost).
-func TestChatFormLossesAreListed(t *testing.T) {
-	asst := func(block string) string {
-		return `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[` + block + `]},{"role":"user","content":"y"}]}`
-	}
-	cases := map[string]struct{ body, want string }{
-		"thinking enabled":  {`{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":2048,"display":"summarized"},` + user + `}`, `thinking: extended thinking`},
-		"thinking adaptive": {`{"model":"m","max_tokens":9,"thinking":{"type":"adaptive"},` + user + `}`, `thinking: adaptive thinking`},
-		"thinking block":    {asst(`{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"ok"}`), `messages[1].content[0]: a thinking block`},
-		"redacted thinking": {asst(`{"type":"redacted_thinking","data":"EmwKAhgB"},{"type":"text","text":"ok"}`), `messages[1].content[0]: a redacted_thinking block`},
-		"top_k":             {`{"model":"m","max_tokens":9,"top_k":40,` + user + `}`, `top_k: top_k`},
-		"is_error":          {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"b","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"boom","is_error":true}]}]}`, `messages[2].content[0].is_error: a tool_result with is_error`},
-		"server tool":       {`{"model":"m","max_tokens":9,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":3}],` + user + `}`, `tools[0]: server tool "web_search_20250305"`},
-		"defer_loading":     {`{"model":"m","max_tokens":9,"tools":[{"name":"t","input_schema":{"type":"object"},"defer_loading":true}],` + user + `}`, `tools[0].defer_loading: field "tools[0].defer_loading"`},
-		"unknown field":     {`{"model":"m","max_tokens":9,"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]},` + user + `}`, `context_management: field "context_management"`},
-		"prefill":           {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"The answer is"}]}`, `messages[1]: a final assistant message (prefill)`},
-		"text document":     {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hello"}}]}]}`, `messages[0].content[0]: a document`},
-		"unknown block":     {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"search_result","source":"s","title":"t","content":[]}]}]}`, `messages[0].content[0]: content block type "search_result"`},
-		"citations":         {`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"text","text":"x","citations":[]}]}]}`, `messages[0].content[0].citations`},
-		"metadata extra":    {`{"model":"m","max_tokens":9,"metadata":{"user_id":"u","tag":"x"},` + user + `}`, `metadata.tag`},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, lost := canonical(t, c.body)
-			if len(lost) == 0 || !strings.HasPrefix(lost[0], c.want) {
-				t.Errorf("untranslated = %q, want first %q", lost, c.want)
-			}
-		})
 	}
 }

@@ -54,12 +54,7 @@ func decode(r *http.Request, body []byte, req *exchange.Request, count bool) err
 	if err != nil {
 		return err
 	}
-	chat, chatLost, err := toCanonical(mr, keys)
-	if err != nil {
-		return err
-	}
 	req.Prompt, req.Body, req.Untranslated = prompt, body, untranslated
-	req.Chat, req.ChatLost = chat, chatLost
 	req.Route, req.Stream, req.WantsUsage = mr.Model, mr.Stream && !count, true
 	for _, h := range forwarded {
 		if vs := r.Header.Values(h); len(vs) > 0 {

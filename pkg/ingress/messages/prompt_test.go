@@ -138,3 +138,12 @@ func TestPromptUntranslated(t *testing.T) {
 		})
 	}
 }
+
+// features lists fs as "param: what".
+func features(fs []exchange.Feature) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Param+": "+f.What)
+	}
+	return out
+}

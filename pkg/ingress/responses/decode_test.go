@@ -1,7 +1,6 @@
 package responses_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -16,76 +15,6 @@ func decode(t *testing.T, body string) (*exchange.Request, error) {
 	req := &exchange.Request{ID: "req_0123"}
 	err := responses.Ingress{}.Decode(nil, []byte(body), req)
 	return req, err
-}
-
-// chatJSON is the canonical chat form as the openai adapter would send it.
-func chatJSON(t *testing.T, req *exchange.Request) string {
-	t.Helper()
-	b, err := json.Marshal(req.Chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func TestDecodeTranslatesToChat(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"string input and instructions",
-			`{"model":"m","instructions":"Be brief.","input":"hi"}`,
-			`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]}`},
-		{"roles and parts",
-			`{"model":"m","input":[{"role":"developer","content":"dev rules"},{"type":"message","role":"system","content":[{"type":"input_text","text":"sys"}]},` +
-				`{"role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"}]},` +
-				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a cat","annotations":[]}]}]}`,
-			`{"model":"m","messages":[{"role":"system","content":"dev rules"},{"role":"system","content":"sys"},` +
-				`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}}]},` +
-				`{"role":"assistant","content":"a cat"}]}`},
-		{"function call round trip, reasoning dropped",
-			`{"model":"m","input":[{"role":"user","content":"weather?"},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"xx"},` +
-				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Checking."}]},` +
-				`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},` +
-				`{"type":"function_call","call_id":"call_2","name":"get_time","arguments":""},` +
-				`{"type":"function_call_output","call_id":"call_1","output":"18C"},` +
-				`{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"Checking.","tool_calls":[` +
-				`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},` +
-				`{"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{}"}}]},` +
-				`{"role":"tool","content":"18C","tool_call_id":"call_1"},{"role":"tool","content":"noon","tool_call_id":"call_2"}]}`},
-		{"function call without assistant text",
-			`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`,
-			`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"ok","tool_call_id":"c"}]}`},
-		{"parameters",
-			`{"model":"m","input":"x","stream":true,"max_output_tokens":256,"temperature":0.5,"top_p":0.9,"user":"u1","parallel_tool_calls":false,` +
-				`"reasoning":{"effort":"high","summary":"auto"},"store":false,"metadata":{"tag":"search"},"include":["reasoning.encrypted_content"],` +
-				`"tools":[{"type":"function","name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}],` +
-				`"tool_choice":{"type":"function","name":"get_weather"},` +
-				`"text":{"format":{"type":"json_schema","name":"w","schema":{"type":"object"},"strict":true},"verbosity":"low"}}`,
-			`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"max_completion_tokens":256,"temperature":0.5,"top_p":0.9,` +
-				`"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"},"strict":true}}],` +
-				`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false,` +
-				`"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"},"strict":true}},"user":"u1","reasoning_effort":"high"}`},
-		{"namespace tools flattened, namespaced calls too",
-			`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"}],` +
-				`"tools":[{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]}]}`,
-			`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"multi_agent_v1__spawn_agent","arguments":"{}"}}]}],` +
-				`"tools":[{"type":"function","function":{"name":"multi_agent_v1__spawn_agent","parameters":{"type":"object"}}}]}`},
-		{"json_object",
-			`{"model":"m","input":"x","text":{"format":{"type":"json_object"}},"tool_choice":"required"}`,
-			`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"required","response_format":{"type":"json_object"}}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req, err := decode(t, tc.in)
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			if len(req.Untranslated) != 0 {
-				t.Errorf("Untranslated = %+v, want none", req.Untranslated)
-			}
-			if got := chatJSON(t, req); got != tc.want {
-				t.Errorf("chat form\n got %s\nwant %s", got, tc.want)
-			}
-		})
-	}
 }
 
 func TestDecodeFillsTheRequest(t *testing.T) {

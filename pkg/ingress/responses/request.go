@@ -125,7 +125,6 @@ type decoded struct {
 	wire   wireRequest
 	prompt *exchange.Prompt
 	lost   []exchange.Feature
-	chat   *chatwire.ChatRequest
 	native []exchange.Feature
 }
 
@@ -161,9 +160,6 @@ func decode(body []byte) (*decoded, error) {
 		return nil, err
 	}
 	if d.prompt, d.lost, err = toPrompt(&d.wire, d.native); err != nil {
-		return nil, err
-	}
-	if err := d.translate(); err != nil {
 		return nil, err
 	}
 	return d, nil

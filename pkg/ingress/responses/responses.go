@@ -46,11 +46,8 @@ func (Ingress) Decode(_ *http.Request, body []byte, req *exchange.Request) error
 	if err != nil {
 		return gwerr.As(err)
 	}
-	req.Prompt, req.Chat, req.Body, req.Untranslated = d.prompt, d.chat, body, d.lost
-	// What the retiring chat form loses (built-in and custom tools, media
-	// in tool outputs, ...): refused by adapters still building from it.
-	req.ChatLost = d.native
-	req.Route, req.Stream = d.wire.Model, d.chat.Stream
+	req.Prompt, req.Body, req.Untranslated = d.prompt, body, d.lost
+	req.Route, req.Stream = d.wire.Model, d.wire.Stream != nil && *d.wire.Stream
 	// The Responses API always reports usage, in its terminal event.
 	req.WantsUsage = true
 	req.Tag = d.wire.Metadata["tag"]

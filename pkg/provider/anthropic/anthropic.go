@@ -43,13 +43,8 @@ type Adapter struct {
 }
 
 var (
-	_ provider.Provider     = (*Adapter)(nil)
-	_ provider.PromptReader = (*Adapter)(nil)
+	_ provider.Provider = (*Adapter)(nil)
 )
-
-// ReadsPrompt implements provider.PromptReader: translated requests are
-// built from call.Prompt.
-func (*Adapter) ReadsPrompt() {}
 
 // New returns the adapter for provider id. The endpoint is base_url +
 // "/v1/messages" (base_url like https://api.anthropic.com; a base_url that

@@ -142,13 +142,8 @@ type Adapter struct {
 }
 
 var (
-	_ provider.Provider     = (*Adapter)(nil)
-	_ provider.PromptReader = (*Adapter)(nil)
+	_ provider.Provider = (*Adapter)(nil)
 )
-
-// ReadsPrompt implements provider.PromptReader: Converse requests are built
-// from call.Prompt.
-func (*Adapter) ReadsPrompt() {}
 
 // New builds the adapter for provider id: one SDK client, from the default
 // AWS config (credential chain, AWS_ENDPOINT_URL_BEDROCK_RUNTIME,

@@ -42,10 +42,6 @@ type Adapter struct {
 
 var _ provider.Provider = (*Adapter)(nil)
 
-// ReadsPrompt implements provider.PromptReader: a translated request is
-// built from call.Prompt (never the retiring Chat form).
-func (*Adapter) ReadsPrompt() {}
-
 // New returns the adapter for provider id. base_url is the API root with
 // its version (default DefaultBaseURL); a query string is kept on every
 // call. The key goes in x-goog-api-key unless auth_header says otherwise

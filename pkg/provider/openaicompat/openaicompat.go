@@ -46,10 +46,6 @@ type Adapter struct {
 
 var _ provider.Provider = (*Adapter)(nil)
 
-// ReadsPrompt implements provider.PromptReader: a translated request is
-// built from call.Prompt (never the retiring Chat form).
-func (*Adapter) ReadsPrompt() {}
-
 // New returns the adapter for provider id. client carries the transport
 // (connection pooling, connect timeout); it must not have a total Timeout,
 // streams are bounded by the failover engine's phase timeouts instead.

@@ -63,7 +63,7 @@ func BenchmarkRelaySSEChunkHTTP11(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	rq := &exchange.Request{API: exchange.Chat, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
 	s, err := a.Send(context.Background(), &provider.Call{Req: rq, Step: config.Step{Model: "gpt-4.1-2025-04-14"}})
 	if err != nil {
 		b.Fatal(err)

@@ -79,7 +79,7 @@ func benchAdapter(b *testing.B, newBody func() io.ReadCloser) (*openaicompat.Ada
 	if err != nil {
 		b.Fatal(err)
 	}
-	rq := &exchange.Request{API: exchange.Chat, Chat: req, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
+	rq := &exchange.Request{API: exchange.Chat, Body: benchRequest, Stream: req.Stream, WantsUsage: req.WantsUsage()}
 	return a, &provider.Call{Req: rq, Step: config.Step{Model: "gpt-4.1-2025-04-14"}}
 }
 

@@ -38,8 +38,5 @@ func (g nativeGuard) Send(ctx context.Context, call *provider.Call) (provider.St
 	if e := provider.RefuseUntranslated(call.Req, call.Step.ID, native); e != nil {
 		return nil, e
 	}
-	if e := provider.RefuseChatLost(call, g.next, native); e != nil {
-		return nil, e
-	}
 	return g.next.Send(ctx, call)
 }
