@@ -69,8 +69,8 @@ func TestAToyKindIsOnePackageAndOneRegistryLine(t *testing.T) {
 	if c := gjson.GetBytes(body, "choices.0.message.content").String(); c != "toy says hi" {
 		t.Errorf("content %q, want the toy's answer (body %s)", c, body)
 	}
-	if got.path != "/generate" || got.key != "toy-secret" || got.req.Model != "m1" || got.req.Request == nil || len(got.req.Request.Messages) != 1 {
-		t.Errorf("upstream got path %q key set %v model %q request %+v", got.path, got.key == "toy-secret", got.req.Model, got.req.Request)
+	if got.path != "/generate" || got.key != "toy-secret" || got.req.Model != "m1" || len(got.req.Messages) != 1 || got.req.Messages[0].Text == "" {
+		t.Errorf("upstream got path %q key set %v model %q request %+v", got.path, got.key == "toy-secret", got.req.Model, got.req.Messages)
 	}
 	if p := resp.Header.Get("x-gateway-provider"); p != "t" {
 		t.Errorf("x-gateway-provider %q, want t", p)

@@ -17,7 +17,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
-	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
 // KeyHeader is the header the toy upstream reads its key from.
@@ -46,10 +45,17 @@ var Descriptor = &provider.Descriptor{
 	},
 }
 
-// Request is the toy API's request body.
+// Request is the toy API's request body: the model and the conversation's
+// text, turn by turn.
 type Request struct {
-	Model   string                `json:"model"`
-	Request *chatwire.ChatRequest `json:"request"`
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+}
+
+// Message is one turn of a toy request.
+type Message struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
 }
 
 // Response is the toy API's answer.
@@ -68,7 +74,11 @@ type adapter struct {
 
 // Send implements provider.Provider.
 func (a *adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	body, err := json.Marshal(Request{Model: call.Model(), Request: call.Chat()})
+	tr := Request{Model: call.Model()}
+	for _, m := range call.Prompt().Messages {
+		tr.Messages = append(tr.Messages, Message{Role: string(m.Role), Text: exchange.BlocksText(m.Content)})
+	}
+	body, err := json.Marshal(tr)
 	if err != nil {
 		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for the toy", Provider: a.send.Provider, Cause: err}
 	}
