@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // wireRequest is the part of a Responses API request the gateway reads to
@@ -108,19 +109,11 @@ const (
 var validEfforts = map[string]bool{"none": true, "minimal": true, "low": true, "medium": true, "high": true, "xhigh": true}
 
 // knownFields are the JSON names of wireRequest's fields.
-var knownFields = func() map[string]bool {
-	m := map[string]bool{}
-	t := reflect.TypeOf(wireRequest{})
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		m[name] = true
-	}
-	return m
-}()
+var knownFields = jsonb.FieldNames(wireRequest{})
 
 // decoded is a validated request: its wire view, its canonical Prompt and
-// the first feature the Prompt cannot carry (lost), and its retiring chat
-// form with the first feature that form cannot carry (native).
+// what the Prompt cannot carry (lost), and the stateful features the
+// top-level validation noted (native), which the Prompt decode adds to lost.
 type decoded struct {
 	wire   wireRequest
 	prompt *exchange.Prompt

@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // ChatRequest is the validated view of a client's chat completion request.
@@ -208,15 +208,7 @@ var redirectFields = map[string]bool{
 }
 
 // knownFields are the JSON names of ChatRequest's fields.
-var knownFields = func() map[string]bool {
-	m := map[string]bool{}
-	t := reflect.TypeOf(ChatRequest{})
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		m[name] = true
-	}
-	return m
-}()
+var knownFields = jsonb.FieldNames(ChatRequest{})
 
 // foldsToField reports the known or redirect field that key k matches the
 // way encoding/json matches names (strings.EqualFold, Unicode folding

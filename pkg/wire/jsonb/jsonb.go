@@ -3,6 +3,8 @@
 package jsonb
 
 import (
+	"reflect"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -202,4 +204,18 @@ func skipValue(s string, i int) int {
 		j++
 	}
 	return j
+}
+
+// FieldNames returns the JSON names of a struct type's fields (the part of
+// each json tag before the first comma), for validators that tell a known
+// member from an unknown or case-variant one. v is a value of the type.
+func FieldNames(v any) map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeOf(v)
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
 }
