@@ -20,7 +20,7 @@ type Ingress interface {
 	// API names it; it is recorded on every usage record.
 	API() exchange.API
 	// Decode validates the client's body and fills the client's part of
-	// req: Route, Stream, WantsUsage, Chat (the canonical form), Header
+	// req: Route, Stream, WantsUsage, Prompt (the canonical form), Header
 	// and Tag (from the body; the x-gateway-tag header wins). Bad input is
 	// a *gwerr.Error (a 4xx; no upstream call follows).
 	Decode(r *http.Request, body []byte, req *exchange.Request) error
