@@ -47,8 +47,8 @@ func TestDecodeToPrompt(t *testing.T) {
 				`{"type":"function_call_output","call_id":"call_1","output":"18C"},` +
 				`{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"},{"type":"input_image","image_url":"https://x/clock.png"}]}]}`,
 			exchange.Prompt{Messages: []exchange.Message{user(txt("weather?")),
-				asst(exchange.Block{Type: exchange.BlockThinking, Text: "Plan.\n\nCheck."},
-					exchange.Block{Type: exchange.BlockRedactedThinking, Data: []byte("gAAAAB+x/=")},
+				asst(exchange.Block{Type: exchange.BlockThinking, Text: "Plan.\n\nCheck.", Origin: exchange.ReasoningOpenAI},
+					exchange.Block{Type: exchange.BlockRedactedThinking, Data: []byte("gAAAAB+x/="), Origin: exchange.ReasoningOpenAI},
 					txt("Checking."), exchange.Block{Type: exchange.BlockRefusal, Text: "not that"},
 					exchange.Block{Type: exchange.BlockToolUse, ToolID: "call_1", ToolName: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)},
 					exchange.Block{Type: exchange.BlockToolUse, ToolID: "call_2", ToolName: "ns__get_time", Input: json.RawMessage(`{}`)}),
