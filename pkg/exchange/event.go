@@ -123,6 +123,7 @@ func (e Event) Clone() Event {
 	e.ID = strings.Clone(e.ID)
 	e.Name = strings.Clone(e.Name)
 	e.Stop = strings.Clone(e.Stop)
+	e.Finish = strings.Clone(e.Finish)
 	e.StopSequence = strings.Clone(e.StopSequence)
 	if e.Raw != nil {
 		e.Raw = append([]byte(nil), e.Raw...)

@@ -58,7 +58,6 @@ type Handler struct {
 type runtimeState struct {
 	cfg    *config.Config
 	router *failover.Router
-	kinds  map[string]string // provider id -> kind
 	// unresolved are the configured keys whose reference did not resolve,
 	// by provider (shown in /healthz; never picked).
 	unresolved map[string][]keyledger.Status
@@ -129,13 +128,9 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	kinds := map[string]string{}
-	for _, id := range cfg.ProviderIDs() {
-		kinds[id] = cfg.Providers[id].Kind
-	}
 	res := keyledger.Resolve(ctx, cfg, h.up.ResolveKey, h.log, h.up.OnKeyError)
 	h.up.Keys.SetKeys(res.Keys)
-	rt := &runtimeState{cfg: cfg, kinds: kinds, unresolved: res.Unresolved, router: &failover.Router{
+	rt := &runtimeState{cfg: cfg, unresolved: res.Unresolved, router: &failover.Router{
 		Providers: provs, Breakers: h.up.Breakers, Keys: h.up.Keys, Budget: h.up.Budget, Now: h.now, Sleep: h.up.Sleep,
 	}}
 	h.current.Store(rt)
