@@ -48,9 +48,15 @@ func (l *Limiter) prefetch(ls *lease, c *counter, p leaseParams, now time.Time) 
 // refuseMemo and refuses nothing; a request the lease does not cover then
 // takes exactly what it lacks itself.
 func (l *Limiter) takeAhead(ls *lease, c *counter, p leaseParams, now time.Time) error {
-	want := ls.wanted(c, p, false)
-	if len(nonzero(want)) == 0 {
-		return nil
+	// A whole next lease, on top of what is unspent: one write per lease
+	// whatever the traffic (topping up to one lease would take half a
+	// lease per write), so at most one and a half leases are in hand.
+	lim := capOf(c, p)
+	var want amounts
+	for a := range nAttrs {
+		if c.limited(a) {
+			want[a] = max(c.need[a], min(math.Floor(ls.size*c.need[a]), lim[a]))
+		}
 	}
 	ls.mu.Unlock()
 	it, err := l.addWithin(p.takeTimeout, true, "take lease ahead", c.key, c.end, nonzero(want), bounds(c, want))

@@ -435,10 +435,10 @@ func TestLeasesGrowWithTheItemsWriteRate(t *testing.T) {
 		admit()
 		lim.Wait()
 		// The third request's lease is 10; its 9 unspent are below half the
-		// next lease (10 x 2 within the TTL = 20), so that one is topped up
-		// in the background (+11).
-		if got := counterValue(t, fs, minute, "requests"); got != 1+500+1+10+11 {
-			t.Fatalf("counter %v: the third and fourth leases were %v, want 10 + 11", got, got-502)
+		// next lease (10 x 2 within the TTL = 20), so that one is taken in
+		// the background, whole (+20).
+		if got := counterValue(t, fs, minute, "requests"); got != 1+500+1+10+20 {
+			t.Fatalf("counter %v: the third and fourth leases were %v, want 10 + 20", got, got-502)
 		}
 		// The next minute's first lease is as large as the last one would
 		// have been (20 x 2 for a take within the TTL).
