@@ -116,7 +116,7 @@ func (c *schemaConv) convert(at string, raw json.RawMessage, depth int, refs []s
 		case "minItems", "maxItems", "minProperties", "maxProperties", "minLength", "maxLength":
 			var n int64
 			if err = json.Unmarshal(v, &n); err == nil {
-				*s.count(k) = &n
+				*countField(s, k) = &n
 			}
 		case "minimum", "maximum":
 			var f float64
@@ -162,8 +162,9 @@ func (c *schemaConv) convert(at string, raw json.RawMessage, depth int, refs []s
 	return s, nil
 }
 
-// count returns the field of a count keyword (minItems, maxLength...).
-func (s *schema) count(k string) **int64 {
+// countField returns the field of s for a count keyword (minItems,
+// maxLength...).
+func countField(s *schema, k string) **int64 {
 	switch k {
 	case "minItems":
 		return &s.MinItems
