@@ -228,15 +228,16 @@ func TestLocalComponentsInShutdownOrder(t *testing.T) {
 func TestReloadReachesEveryComponentThroughTheApp(t *testing.T) {
 	keyA, sumA, _ := teamkey.New()
 	keyB, sumB, _ := teamkey.New()
-	_, sumC, _ := teamkey.New()
+	keyC, sumC, _ := teamkey.New()
 	cfg1, err := config.Parse([]byte("providers: {p: {kind: fake, fake: {reply: hi}}}\n" +
 		"routes: {m1: {targets: [{provider: p, model: x}]}}\n" +
 		"teams: {a: {admin: true, keys: [{id: ka, sha256: \"" + sumA + "\"}]}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg2, err := config.Parse([]byte("providers: {p: {kind: fake, fake: {reply: hi}}}\n" +
-		"routes: {m2: {targets: [{provider: p, model: x}]}}\n" +
+	cfg2, err := config.Parse([]byte("providers: {p: {kind: fake, fake: {reply: hi}}, down: {kind: fake, fake: {fail: status, status: 503}}}\n" +
+		"routes: {m2: {targets: [{provider: p, model: x}]}, m3: {attempts: 1, targets: [{provider: down, model: x}]}}\n" +
+		"breaker: {consecutive_failures: 1}\n" +
 		"usage: {ttl: 96h}\n" +
 		"teams:\n" +
 		"  b: {admin: true, keys: [{id: kb, sha256: \"" + sumB + "\"}], limits: {requests_per_minute: 1}}\n" +
@@ -279,6 +280,13 @@ func TestReloadReachesEveryComponentThroughTheApp(t *testing.T) {
 	st.Query(context.Background(), store.UsagePK("b", time.Now()), "", "", func(it store.Item) bool { expires = it.Expires; return true })
 	if expires.IsZero() || expires.After(time.Now().Add(97*time.Hour)) {
 		t.Errorf("usage record expires %v, want within the new config's 96h", expires)
+	}
+	// Breaker: the new config's rules (one failure trips) are in force.
+	chat(t, g.Handler, "m3", keyC)
+	hz := httptest.NewRecorder()
+	g.Handler.ServeHTTP(hz, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if !strings.Contains(hz.Body.String(), `"id":"down/x"`) || !strings.Contains(hz.Body.String(), `"state":"open"`) {
+		t.Errorf("after one failure under consecutive_failures 1 the breaker is not open: %s", hz.Body)
 	}
 	// Rollups: the new config's teams.
 	if teams := g.Roller.Teams(); !slices.Contains(teams, "b") || !slices.Contains(teams, "c") || slices.Contains(teams, "a") {

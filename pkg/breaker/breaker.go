@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -178,8 +179,7 @@ type Options struct {
 // docs/state-model.md for the protocol and the expected store calls.
 type Breaker struct {
 	st   Store
-	set  config.BreakerSettings
-	lat  *config.LatencySettings // nil: latency-aware health is off
+	cur  atomic.Pointer[settings] // the settings in force (SetSettings)
 	opt  Options
 	call *store.Caller
 	log  *slog.Logger
@@ -216,17 +216,35 @@ func New(st Store, settings config.BreakerSettings, opt Options) *Breaker {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if settings.Window <= 0 {
-		settings.Window = config.BuiltinBreaker().Window
-	}
-	if settings.HalfOpenProbes <= 0 {
-		settings.HalfOpenProbes = 1
-	}
-	return &Breaker{
-		st: st, set: settings, lat: settings.Latency, opt: opt, log: opt.Logger, targets: map[string]*target{},
+	b := &Breaker{
+		st: st, opt: opt, log: opt.Logger, targets: map[string]*target{},
 		call: store.NewCaller(store.CallerOptions{Component: "breaker", Timeout: opt.StoreTimeout, Retry: opt.StoreRetry,
 			LogEvery: opt.LogEvery, Now: opt.Now, Logger: opt.Logger, NewContext: opt.StoreContext}),
 	}
+	b.SetSettings(settings)
+	return b
+}
+
+// settings are the rules in force: the breaker settings and their latency
+// part (nil: latency-aware health is off).
+type settings struct {
+	set config.BreakerSettings
+	lat *config.LatencySettings
+}
+
+// cfg returns the settings in force.
+func (b *Breaker) cfg() *settings { return b.cur.Load() }
+
+// SetSettings puts new rules in force (a config reload): the next decision
+// of every target uses them; counts and states already kept stay.
+func (b *Breaker) SetSettings(s config.BreakerSettings) {
+	if s.Window <= 0 {
+		s.Window = config.BuiltinBreaker().Window
+	}
+	if s.HalfOpenProbes <= 0 {
+		s.HalfOpenProbes = 1
+	}
+	b.cur.Store(&settings{set: s, lat: s.Latency})
 }
 
 // Allow implements Guard: AllowContext without a request context or a

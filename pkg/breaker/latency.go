@@ -128,7 +128,7 @@ type LatencySnapshot struct {
 // latBucket is the start of the latency bucket holding now, on the grid
 // anchored at the last close.
 func (b *Breaker) latBucket(epoch, now time.Time) time.Time {
-	w := b.lat.Window.D().Milliseconds()
+	w := b.cfg().lat.Window.D().Milliseconds()
 	e, n := int64(store.Millis(epoch)), now.UnixMilli()
 	if n < e {
 		n = e
@@ -140,10 +140,10 @@ func (b *Breaker) latBucket(epoch, now time.Time) time.Time {
 // the previous one weighted by its overlap with the window, and the local
 // unflushed samples.
 func (b *Breaker) latEstimateLocked(t *target, now time.Time) hist {
-	if b.lat == nil {
+	if b.cfg().lat == nil {
 		return hist{}
 	}
-	win := b.lat.Window.D()
+	win := b.cfg().lat.Window.D()
 	lw := &t.lat
 	s := b.latBucket(t.sh.epoch, now)
 	var h hist
@@ -166,29 +166,29 @@ func (b *Breaker) latEstimateLocked(t *target, now time.Time) hist {
 
 // slow reports whether a histogram breaches the latency rule.
 func (b *Breaker) slow(h hist) bool {
-	return b.lat != nil && h.n > 0 && h.n >= float64(b.lat.MinRequests) && h.slow/h.n > 1-b.lat.Percentile
+	return b.cfg().lat != nil && h.n > 0 && h.n >= float64(b.cfg().lat.MinRequests) && h.slow/h.n > 1-b.cfg().lat.Percentile
 }
 
 // recordLatencyLocked counts one committed attempt's TTFT.
 func (b *Breaker) recordLatencyLocked(t *target, now time.Time, ttft time.Duration) {
 	lw := &t.lat
-	if lw.pending.n > 0 && lw.pendingAt.Before(b.latBucket(t.sh.epoch, now).Add(-b.lat.Window.D())) {
+	if lw.pending.n > 0 && lw.pendingAt.Before(b.latBucket(t.sh.epoch, now).Add(-b.cfg().lat.Window.D())) {
 		lw.pending = hist{} // recorded before the window: the target's traffic stopped
 	}
 	if lw.pending.n == 0 {
 		lw.pendingAt = now
 	}
-	lw.pending.add(ttft, b.lat.Threshold.D())
+	lw.pending.add(ttft, b.cfg().lat.Threshold.D())
 }
 
 // latencySnapshotLocked reports the latency health, nil when off.
 func (b *Breaker) latencySnapshotLocked(t *target, now time.Time) *LatencySnapshot {
-	if b.lat == nil {
+	if b.cfg().lat == nil {
 		return nil
 	}
 	h := b.latEstimateLocked(t, now)
-	s := &LatencySnapshot{Percentile: b.lat.Percentile, TTFTMillis: float64(h.quantile(b.lat.Percentile).Milliseconds()),
-		ThresholdMillis: float64(b.lat.Threshold.D().Milliseconds()), Samples: int(math.Round(h.n)), Breached: b.slow(h)}
+	s := &LatencySnapshot{Percentile: b.cfg().lat.Percentile, TTFTMillis: float64(h.quantile(b.cfg().lat.Percentile).Milliseconds()),
+		ThresholdMillis: float64(b.cfg().lat.Threshold.D().Milliseconds()), Samples: int(math.Round(h.n)), Breached: b.slow(h)}
 	if h.n > 0 {
 		s.SlowShare = h.slow / h.n
 	}
@@ -198,7 +198,7 @@ func (b *Breaker) latencySnapshotLocked(t *target, now time.Time) *LatencySnapsh
 // tripSlowLocked opens a slow target on this instance for the latency
 // cooldown; the background sync writes it to the store.
 func (b *Breaker) tripSlowLocked(t *target, now time.Time) {
-	until := store.FromMillis(store.Millis(now.Add(b.lat.Cooldown.D())))
+	until := store.FromMillis(store.Millis(now.Add(b.cfg().lat.Cooldown.D())))
 	t.loc = localTrip{pending: true, openUntil: later(until, t.loc.openUntil), trips: t.sh.trips + 1, reason: ReasonLatency}
 	t.consecutive, t.fullRound = 0, time.Time{}
 }
@@ -208,7 +208,7 @@ func (b *Breaker) tripSlowLocked(t *target, now time.Time) {
 // previous bucket once after it ended when it may matter. It reports
 // whether the samples were flushed.
 func (b *Breaker) flushLatency(t *target, start time.Time) bool {
-	if b.lat == nil {
+	if b.cfg().lat == nil {
 		return false
 	}
 	t.mu.Lock()
@@ -219,7 +219,7 @@ func (b *Breaker) flushLatency(t *target, start time.Time) bool {
 	if p.n == 0 {
 		return false
 	}
-	win := b.lat.Window.D()
+	win := b.cfg().lat.Window.D()
 	var it store.Item
 	err := b.call.Do(false, "flush breaker latency", func(ctx context.Context) error {
 		var err error

@@ -11,7 +11,9 @@ func latencyBreaker(p float64, minReq int) *Breaker {
 	s := testSettings()
 	s.Latency = &config.LatencySettings{Percentile: p, Threshold: config.Duration(5 * time.Second), MinRequests: minReq,
 		Window: config.Duration(time.Minute), Cooldown: config.Duration(30 * time.Second)}
-	return &Breaker{set: s, lat: s.Latency}
+	b := &Breaker{}
+	b.SetSettings(s)
+	return b
 }
 
 // TestLatencyRuleIsThePercentile: the p-quantile exceeds the threshold
@@ -19,7 +21,7 @@ func latencyBreaker(p float64, minReq int) *Breaker {
 // minimum volume; the reported percentile is its bucket's bound.
 func TestLatencyRuleIsThePercentile(t *testing.T) {
 	b := latencyBreaker(0.95, 20)
-	th := b.lat.Threshold.D()
+	th := b.cfg().lat.Threshold.D()
 	var h hist
 	for i := 0; i < 19; i++ {
 		h.add(80*time.Millisecond, th)

@@ -55,7 +55,7 @@ func (b *Breaker) grantProbe(t *target, now time.Time) (probe, error) {
 		key := store.BreakerProbeKey(t.id, round)
 		err := b.call.Do(true, "grant breaker probe", func(ctx context.Context) error {
 			_, err := b.st.Add(ctx, key, map[string]float64{attrTotal: 1}, store.AddOptions{
-				Expires: round.Add(2 * b.opt.ProbeLease), Max: map[string]float64{attrTotal: float64(b.set.HalfOpenProbes)},
+				Expires: round.Add(2 * b.opt.ProbeLease), Max: map[string]float64{attrTotal: float64(b.cfg().set.HalfOpenProbes)},
 			})
 			return err
 		})
@@ -78,7 +78,7 @@ func (b *Breaker) grantProbe(t *target, now time.Time) (probe, error) {
 func (b *Breaker) grantLocalProbe(t *target) (probe, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.localProbes >= b.set.HalfOpenProbes {
+	if t.localProbes >= b.cfg().set.HalfOpenProbes {
 		return probe{}, ErrOpen
 	}
 	t.localProbes++
@@ -93,7 +93,7 @@ func (b *Breaker) grantLocalProbe(t *target) (probe, error) {
 // slower than the threshold is a failure: the target is still slow.
 func (b *Breaker) probeDone(rctx context.Context, t *target, p probe, o Outcome, ttft time.Duration) {
 	reason := ""
-	if o == Success && b.lat != nil && ttft > b.lat.Threshold.D() {
+	if o == Success && b.cfg().lat != nil && ttft > b.cfg().lat.Threshold.D() {
 		o, reason = Failure, ReasonLatency
 	}
 	if !p.stored {
@@ -152,11 +152,11 @@ func (b *Breaker) settle(ctx context.Context, t *target, p probe, success bool, 
 		var expires time.Time
 		if success {
 			next = shared{epoch: store.FromMillis(store.Millis(now))}
-			expires = now.Add(3 * b.set.Window.D())
+			expires = now.Add(3 * b.cfg().set.Window.D())
 		} else {
 			next = shared{open: true, openUntil: store.FromMillis(store.Millis(now.Add(b.cooldown(base.trips)))), trips: base.trips + 1, epoch: base.epoch,
 				reason: or(reason, base.reason)}
-			expires = next.openUntil.Add(b.set.MaxCooldown.D())
+			expires = next.openUntil.Add(b.cfg().set.MaxCooldown.D())
 		}
 		written, err := b.putState(true, t.id, next, expires, base)
 		if err == nil {

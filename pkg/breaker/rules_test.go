@@ -191,3 +191,17 @@ func TestZeroSettingsAreSafe(t *testing.T) {
 		t.Fatalf("want reopened for 30s, got %+v", st)
 	}
 }
+
+// A config reload's settings are in force at the next decision: with
+// consecutive_failures lowered from 5 to 2, the second failure trips.
+func TestSetSettingsTakesEffectAtOnce(t *testing.T) {
+	b, _ := oneInstance(t, ruleSettings(), Options{})
+	attempt(b, Failure)
+	s := ruleSettings()
+	s.ConsecutiveFailures = 2
+	b.SetSettings(s)
+	attempt(b, Failure)
+	if b.Snapshot("p/m").State != Open {
+		t.Fatal("the reloaded consecutive_failures (2) did not trip the breaker")
+	}
+}

@@ -30,13 +30,13 @@ const dead = "p/dead"
 // until the trip is in the store.
 func tripA(t *testing.T, a *Breaker) time.Time {
 	t.Helper()
-	for i := 0; i < a.set.ConsecutiveFailures; i++ {
+	for i := 0; i < a.cfg().set.ConsecutiveFailures; i++ {
 		if err := run(a, dead, Failure); err != nil {
 			t.Fatalf("failure %d refused: %v", i, err)
 		}
 	}
 	if err := run(a, dead, Success); !errors.Is(err, ErrOpen) {
-		t.Fatalf("A did not trip after %d consecutive failures", a.set.ConsecutiveFailures)
+		t.Fatalf("A did not trip after %d consecutive failures", a.cfg().set.ConsecutiveFailures)
 	}
 	settle(a)
 	return a.Snapshot(dead).OpenUntil
@@ -247,7 +247,7 @@ func testLostProbe(t *testing.T, e *storetest.Env) {
 	a := newBreaker(e, e.Store, testSettings(), Options{})
 	b := newBreaker(e, e.Store, testSettings(), Options{})
 	tripA(t, a)
-	e.Advance(a.set.Cooldown.D())
+	e.Advance(a.cfg().set.Cooldown.D())
 	if _, err := a.Allow(dead, ""); err != nil { // this probe never reports: its instance died
 		t.Fatalf("probe refused: %v", err)
 	}

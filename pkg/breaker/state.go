@@ -160,7 +160,7 @@ func (b *Breaker) stateLocked(t *target, now time.Time) (State, time.Time) {
 // cooldown is the open period after trips earlier opens since the last
 // close: the base cooldown, doubled per earlier open, capped.
 func (b *Breaker) cooldown(trips int) time.Duration {
-	cool, capD := b.set.Cooldown.D(), b.set.MaxCooldown.D()
+	cool, capD := b.cfg().set.Cooldown.D(), b.cfg().set.MaxCooldown.D()
 	if capD <= 0 {
 		capD = cool
 	}
@@ -180,7 +180,7 @@ func (b *Breaker) round(openUntil, now time.Time) time.Time {
 // bucket is the start of the window bucket holding now, on the grid
 // anchored at the last close (so a close starts a fresh window everywhere).
 func (b *Breaker) bucket(epoch, now time.Time) time.Time {
-	w := b.set.Window.D().Milliseconds()
+	w := b.cfg().set.Window.D().Milliseconds()
 	e, n := int64(store.Millis(epoch)), now.UnixMilli()
 	if n < e {
 		n = e
@@ -192,7 +192,7 @@ func (b *Breaker) bucket(epoch, now time.Time) time.Time {
 // unflushed ones into a sliding-window estimate: the current bucket plus
 // the previous one weighted by how much of it is still inside the window.
 func (b *Breaker) estimateLocked(t *target, now time.Time) counts {
-	win := b.set.Window.D()
+	win := b.cfg().set.Window.D()
 	s := b.bucket(t.sh.epoch, now)
 	c := t.pending
 	if b.stalePendingLocked(t, now) {
@@ -220,7 +220,7 @@ func (b *Breaker) estimateLocked(t *target, now time.Time) counts {
 // before the previous window bucket, i.e. outside the sliding window: the
 // target's traffic stopped before they were flushed.
 func (b *Breaker) stalePendingLocked(t *target, now time.Time) bool {
-	return t.pending.total > 0 && t.pendingAt.Before(b.bucket(t.sh.epoch, now).Add(-b.set.Window.D()))
+	return t.pending.total > 0 && t.pendingAt.Before(b.bucket(t.sh.epoch, now).Add(-b.cfg().set.Window.D()))
 }
 
 // dropStalePendingLocked forgets stale unflushed outcomes, so that an
@@ -232,7 +232,7 @@ func (b *Breaker) dropStalePendingLocked(t *target, now time.Time) {
 }
 
 func (b *Breaker) tripsByRate(c counts) bool {
-	return c.total > 0 && c.total >= float64(b.set.MinRequests) && c.failures/c.total >= b.set.FailureRate
+	return c.total > 0 && c.total >= float64(b.cfg().set.MinRequests) && c.failures/c.total >= b.cfg().set.FailureRate
 }
 
 func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Duration) {
@@ -247,7 +247,7 @@ func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Dura
 	}
 	t.pending.total++
 	slowTrip := false
-	if b.lat != nil && ttft > 0 {
+	if b.cfg().lat != nil && ttft > 0 {
 		b.recordLatencyLocked(t, now, ttft)
 		if st, _ := b.stateLocked(t, now); st == Closed && b.slow(b.latEstimateLocked(t, now)) {
 			if b.call.Healthy() {
@@ -270,7 +270,7 @@ func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Dura
 	urgent := slowTrip
 	if st, _ := b.stateLocked(t, now); st == Closed {
 		switch {
-		case b.set.ConsecutiveFailures > 0 && t.consecutive >= b.set.ConsecutiveFailures:
+		case b.cfg().set.ConsecutiveFailures > 0 && t.consecutive >= b.cfg().set.ConsecutiveFailures:
 			b.tripLocallyLocked(t, now, t.sh.trips, ReasonConsecutive)
 			urgent = true
 		case b.tripsByRate(b.estimateLocked(t, now)):

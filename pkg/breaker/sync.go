@@ -130,7 +130,7 @@ func (b *Breaker) maybeSyncLocked(t *target, now time.Time, urgent bool) {
 // needed, trips on the global error rate, and writes a local trip and its
 // markers. Its store calls never block a request.
 func (b *Breaker) syncOnce(t *target) {
-	win := b.set.Window.D()
+	win := b.cfg().set.Window.D()
 	start := b.now()
 	t.mu.Lock()
 	b.dropStalePendingLocked(t, start)
@@ -266,7 +266,7 @@ func (b *Breaker) writeTrip(t *target, loc localTrip, now time.Time) {
 			next.trips = max(next.trips, base.trips+1)
 			next.openUntil = later(next.openUntil, store.FromMillis(store.Millis(now.Add(b.cooldown(next.trips-1)))))
 		}
-		written, err := b.putState(false, t.id, next, next.openUntil.Add(b.set.MaxCooldown.D()), base)
+		written, err := b.putState(false, t.id, next, next.openUntil.Add(b.cfg().set.MaxCooldown.D()), base)
 		if err == nil {
 			t.mu.Lock()
 			if t.loc.pending && !written.openUntil.Before(t.loc.openUntil) {
@@ -274,7 +274,7 @@ func (b *Breaker) writeTrip(t *target, loc localTrip, now time.Time) {
 			}
 			b.installLocked(t, written, now, seq)
 			s := b.bucket(base.epoch, now)
-			t.marks = []time.Time{s, s.Add(b.set.Window.D())}
+			t.marks = []time.Time{s, s.Add(b.cfg().set.Window.D())}
 			t.mu.Unlock()
 			return
 		}
@@ -297,7 +297,7 @@ func (b *Breaker) writeTrip(t *target, loc localTrip, now time.Time) {
 // bucket and of the next one, so instances that flush into either notice
 // the trip in the flush's answer without polling the state item.
 func (b *Breaker) writeMarks(t *target) {
-	win := b.set.Window.D()
+	win := b.cfg().set.Window.D()
 	for {
 		t.mu.Lock()
 		if len(t.marks) == 0 {
