@@ -11,7 +11,15 @@ import (
 // nothing is admitted against it meanwhile; a failed call restores it.
 func (l *Limiter) giveBack(ls *lease, shrink bool) error {
 	ls.mu.Lock()
-	if ls.syncing || ls.taking != nil {
+	for ls.taking != nil && !ls.syncing {
+		// A take (one taken ahead, say) is in flight: give back after it
+		// lands, so that what it grants is given back too.
+		ch := ls.taking
+		ls.mu.Unlock()
+		<-ch
+		ls.mu.Lock()
+	}
+	if ls.syncing {
 		ls.mu.Unlock()
 		return nil
 	}
