@@ -52,7 +52,7 @@ func (m *Moderator) endpoint(ctx context.Context, env stage.ModerationEnv, req *
 	}
 	client := m.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient
 	}
 	body, _ := json.Marshal(map[string]string{"model": e.Model, "input": text})
 	id := e.Provider + "/" + e.Model
@@ -163,3 +163,8 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
+
+// defaultClient calls moderation endpoints when Moderator.Client is nil: it
+// follows no redirect (provider.NoRedirects), so neither the key nor the
+// text reaches another host.
+var defaultClient = &http.Client{CheckRedirect: provider.NoRedirects}

@@ -50,8 +50,8 @@ import (
 
 // Moderator is the moderation stage. The zero value is ready.
 type Moderator struct {
-	// Client calls moderation endpoints (nil: http.DefaultClient); each
-	// call is bounded by its layer's timeout.
+	// Client calls moderation endpoints (nil: a client that follows no
+	// redirect); each call is bounded by its layer's timeout.
 	Client *http.Client
 	// Logger receives one line per decision (nil: discarded).
 	Logger *slog.Logger

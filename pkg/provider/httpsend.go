@@ -99,3 +99,10 @@ func Do(ctx context.Context, client *http.Client, providerID string, call *Call,
 	}
 	return resp, nil
 }
+
+// NoRedirects is the CheckRedirect of every upstream client: a redirect is
+// never followed. The 3xx answer comes back as it is, a provider error
+// (StatusError: unavailable, so the engine moves on), and neither a
+// credential header of any kind (Authorization, x-api-key, x-goog-api-key,
+// api-key, a SigV4 signature) nor the prompt reaches the host it names.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -178,6 +178,7 @@ func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) 
 		if p.Endpoint != "" {
 			o.BaseEndpoint = aws.String(p.Endpoint)
 		}
+		o.HTTPClient = noRedirects(o.HTTPClient)
 		if hc != nil {
 			o.HTTPClient = hc
 		}
@@ -218,7 +219,7 @@ func (c plainBodies) Do(r *http.Request) (*http.Response, error) {
 }
 
 // httpClient is the SDK's buildable client with the gateway's transport
-// settings.
+// settings (sent through noRedirects).
 func httpClient(p *config.Provider) *awshttp.BuildableClient {
 	connect := p.ConnectTimeout.D()
 	if connect == 0 {
@@ -232,6 +233,17 @@ func httpClient(p *config.Provider) *awshttp.BuildableClient {
 			tr.IdleConnTimeout = 90 * time.Second
 		}).
 		WithTimeout(0)
+}
+
+// noRedirects is the client the SDK sends with: the transport of the
+// loaded config's client (its CA bundle applied) in a client that follows
+// no redirect. The SDK's own client follows 307 and 308 with the signed
+// body to whatever host they name.
+func noRedirects(c aws.HTTPClient) aws.HTTPClient {
+	if bc, ok := c.(*awshttp.BuildableClient); ok {
+		return &http.Client{Transport: bc.GetTransport(), CheckRedirect: provider.NoRedirects}
+	}
+	return c
 }
 
 // NewWithAPI returns the adapter for provider id over api.

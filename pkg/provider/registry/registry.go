@@ -105,13 +105,14 @@ func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provide
 // connections, a connect timeout from config and no total timeout (streams
 // are bounded by the failover engine's phase timeouts). Its HTTP/1.1
 // connections hand over every byte of a chunked body as it arrives, even
-// when the upstream stalls inside a chunk (pkg/provider/rechunk).
+// when the upstream stalls inside a chunk (pkg/provider/rechunk). It
+// follows no redirect (provider.NoRedirects).
 func HTTPClient(p *config.Provider) *http.Client {
 	connect := p.ConnectTimeout.D()
 	if connect == 0 {
 		connect = 5 * time.Second
 	}
-	return &http.Client{Transport: rechunk.Wrap(&http.Transport{
+	return &http.Client{CheckRedirect: provider.NoRedirects, Transport: rechunk.Wrap(&http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   connect,
