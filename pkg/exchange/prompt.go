@@ -3,6 +3,7 @@ package exchange
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 )
 
 // Prompt is a generation request in canonical form: what an ingress
@@ -361,31 +362,39 @@ func (p *Prompt) Walk(fn func(b *Block)) {
 // description and schema (a custom or built-in tool's whole client
 // definition). Budgets and moderation read
 // a prompt through it, so text anywhere (an assistant turn, a tool result,
-// a tool definition) is counted and checked.
+// a tool definition) is counted and checked. The text fn gets is valid only
+// during the call (byte fields are viewed, not copied): fn copies what it
+// keeps.
 func (p *Prompt) WalkText(fn func(text string)) {
 	emit := func(s string) {
 		if s != "" {
 			fn(s)
 		}
 	}
+	view := func(b []byte) string {
+		if len(b) == 0 {
+			return ""
+		}
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
 	p.Walk(func(b *Block) {
 		emit(b.Text)
 		emit(b.ToolName)
-		emit(string(b.Input))
+		emit(view(b.Input))
 		emit(b.Title)
 		emit(b.Context)
 		if b.Type == BlockDocument && strings.HasPrefix(b.MediaType, "text/") {
-			emit(string(b.Data))
+			emit(view(b.Data))
 		}
 	})
 	for i := range p.Tools {
 		t := &p.Tools[i]
 		if t.Kind != ToolFunction && len(t.Raw) > 0 {
-			emit(string(t.Raw)) // the whole definition: its name and description too
+			emit(view(t.Raw)) // the whole definition: its name and description too
 			continue
 		}
 		emit(t.Name)
 		emit(t.Description)
-		emit(string(t.Schema))
+		emit(view(t.Schema))
 	}
 }
