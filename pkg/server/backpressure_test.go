@@ -196,14 +196,16 @@ func TestSlowClientDoesNotTripTheUpstreamIdleTimer(t *testing.T) {
 		}
 		streamReply(w, words, true)
 	})
-	g := newGateway(t, "server: {client_idle_timeout: 10s}\n"+oneRoute("    idle_timeout: 300ms\n", up.URL))
+	// idle_timeout 600ms: a starved scheduler (race detector, the CDK
+	// compile beside the suite) once paused the relay 300ms near the end.
+	g := newGateway(t, "server: {client_idle_timeout: 10s}\n"+oneRoute("    idle_timeout: 600ms\n", up.URL))
 	resp := postWith(t, smallBufferClient(), g.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
 	var got strings.Builder
 	head := make([]byte, 100)
-	for i := 0; i < 3; i++ { // pauses of 800 ms, with the sockets' buffers full
+	for i := 0; i < 3; i++ { // pauses of 1.5 s (2.5 idle timeouts), with the sockets' buffers full
 		n, _ := io.ReadFull(resp.Body, head)
 		got.Write(head[:n])
-		time.Sleep(800 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
 	}
 	rest, _ := io.ReadAll(resp.Body)
 	got.Write(rest)
