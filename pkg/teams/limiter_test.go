@@ -463,7 +463,9 @@ func TestEstimateUsesTheMostExpensiveTarget(t *testing.T) {
 	if _, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body)); err != nil {
 		t.Fatal(err)
 	}
-	// up/up-dear: 107 x 10 + 1000 x 30 = 31,070 micro-dollars.
+	// up/up-dear: 107 x 10 + 1000 x 30 = 31,070 micro-dollars. Giving the
+	// leases back (a take ahead may have run) leaves the reservation alone.
+	flush(t, lim)
 	day := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	if got := counterValue(t, s, store.BudgetKey("search", "", "day", day), "cost_nano_usd"); got != 31_070_000 {
 		t.Fatalf("reserved %v nano-USD, want 31,070,000 (the dear target's price)", got)
