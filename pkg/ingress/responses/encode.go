@@ -90,6 +90,8 @@ type encoder struct {
 
 	id, model string
 	created   int64
+	// completed is when the response completed (unix seconds), set at End.
+	completed int64
 	echo      echo
 	items     []item
 	open      int       // the open item's index, -1 if none
@@ -334,6 +336,12 @@ func (e *encoder) End(dst []byte, u exchange.TokenUsage) []byte {
 		r.status, r.incomplete = statusIncomplete, "max_output_tokens"
 	case exchange.FinishContentFilter:
 		r.status, r.incomplete = statusIncomplete, "content_filter"
+	}
+	if r.status == statusCompleted {
+		e.completed = time.Now().Unix()
+		if e.completed < e.created {
+			e.completed = e.created
+		}
 	}
 	if !e.stream {
 		return e.appendResponse(dst, r)

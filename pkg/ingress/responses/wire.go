@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -132,6 +133,8 @@ func appendUsage(dst []byte, u exchange.TokenUsage) []byte {
 type echo struct {
 	instructions, maxOutput, parallel, reasoning, temperature, text []byte
 	toolChoice, tools, topP, truncation, user, metadata             []byte
+	presence, frequency, topLogprobs, maxToolCalls, serviceTier     []byte
+	safetyID, cacheKey, cacheRetention                              []byte
 }
 
 // readEcho collects the echoed parameters in one pass over the body.
@@ -163,6 +166,22 @@ func readEcho(body []byte) echo {
 			ec.user = v
 		case "metadata":
 			ec.metadata = v
+		case "presence_penalty":
+			ec.presence = v
+		case "frequency_penalty":
+			ec.frequency = v
+		case "top_logprobs":
+			ec.topLogprobs = v
+		case "max_tool_calls":
+			ec.maxToolCalls = v
+		case "service_tier":
+			ec.serviceTier = v
+		case "safety_identifier":
+			ec.safetyID = v
+		case "prompt_cache_key":
+			ec.cacheKey = v
+		case "prompt_cache_retention":
+			ec.cacheRetention = v
 		}
 		return true
 	})
@@ -210,12 +229,26 @@ type response struct {
 	usage      *exchange.TokenUsage
 }
 
-// appendResponse appends the response object.
+// appendResponse appends the response object with every member the
+// published schema requires (the Open Responses ResponseResource's required
+// list, and the official SDKs' required fields; responseschema_test.go
+// checks both): what the request set is echoed as the client sent it, the
+// rest is the value the translated call ran with. A translated response is
+// never stored (store false, previous_response_id null, background false:
+// the gateway refuses what needs them on a translating target), its
+// service tier is the client's (default for auto or none), and
+// completed_at is set only once the response completed.
 func (e *encoder) appendResponse(dst []byte, r response) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = str(dst, e.id)
 	dst = append(dst, `,"object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, e.created, 10)
+	dst = append(dst, `,"completed_at":`...)
+	if r.status == statusCompleted && e.completed != 0 {
+		dst = strconv.AppendInt(dst, e.completed, 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
 	dst = append(dst, `,"status":"`...)
 	dst = append(dst, r.status...)
 	dst = append(dst, `","background":false,"error":`...)
@@ -233,6 +266,8 @@ func (e *encoder) appendResponse(dst []byte, r response) []byte {
 	dst = or(dst, ec.instructions, "null")
 	dst = append(dst, `,"max_output_tokens":`...)
 	dst = or(dst, ec.maxOutput, "null")
+	dst = append(dst, `,"max_tool_calls":`...)
+	dst = or(dst, ec.maxToolCalls, "null")
 	dst = append(dst, `,"model":`...)
 	dst = str(dst, e.model)
 	dst = append(dst, `,"output":[`...)
@@ -250,17 +285,37 @@ func (e *encoder) appendResponse(dst []byte, r response) []byte {
 	dst = or(dst, ec.reasoning, `{"effort":null,"summary":null}`)
 	dst = append(dst, `,"store":false,"temperature":`...)
 	dst = or(dst, ec.temperature, "1")
+	dst = append(dst, `,"presence_penalty":`...)
+	dst = or(dst, ec.presence, "0")
+	dst = append(dst, `,"frequency_penalty":`...)
+	dst = or(dst, ec.frequency, "0")
+	dst = append(dst, `,"top_logprobs":`...)
+	dst = or(dst, ec.topLogprobs, "0")
 	dst = append(dst, `,"text":`...)
 	dst = or(dst, ec.text, `{"format":{"type":"text"}}`)
 	dst = append(dst, `,"tool_choice":`...)
 	dst = or(dst, ec.toolChoice, `"auto"`)
 	dst = append(dst, `,"tools":`...)
-	dst = or(dst, ec.tools, "[]")
+	dst = appendTools(dst, ec.tools)
 	dst = append(dst, `,"top_p":`...)
 	dst = or(dst, ec.topP, "1")
 	dst = append(dst, `,"truncation":`...)
 	dst = or(dst, ec.truncation, `"disabled"`)
-	dst = append(dst, `,"usage":`...)
+	dst = append(dst, `,"service_tier":`...)
+	if t := bytesString(ec.serviceTier); t == "" || t == "null" || t == `"auto"` {
+		dst = append(dst, `"default"`...)
+	} else {
+		dst = append(dst, t...)
+	}
+	dst = append(dst, `,"safety_identifier":`...)
+	dst = or(dst, ec.safetyID, "null")
+	dst = append(dst, `,"prompt_cache_key":`...)
+	dst = or(dst, ec.cacheKey, "null")
+	if len(ec.cacheRetention) > 0 {
+		dst = append(dst, `,"prompt_cache_retention":`...)
+		dst = append(dst, ec.cacheRetention...)
+	}
+	dst = append(dst, `,"access_programs":{"cyber":"standard"},"usage":`...)
 	if r.usage != nil {
 		dst = appendUsage(dst, *r.usage)
 	} else {
@@ -271,6 +326,49 @@ func (e *encoder) appendResponse(dst []byte, r response) []byte {
 	dst = append(dst, `,"metadata":`...)
 	dst = or(dst, ec.metadata, "{}")
 	return append(dst, '}')
+}
+
+// appendTools appends the request's tools as a response echoes them: each
+// function tool with the members the schema requires of it (name,
+// parameters, strict, description; null parameters and description when
+// the client sent none, and strict false, which is what a translated call
+// ran with: the chat APIs' default), every other tool as the client sent
+// it.
+func appendTools(dst, tools []byte) []byte {
+	if len(tools) == 0 || bytesString(tools) == "null" {
+		return append(dst, "[]"...)
+	}
+	dst = append(dst, '[')
+	n := 0
+	gjson.ParseBytes(tools).ForEach(func(_, t gjson.Result) bool {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		if t.Get("type").Str != "function" || !t.IsObject() {
+			dst = append(dst, t.Raw...)
+			return true
+		}
+		obj := strings.TrimSpace(t.Raw)
+		dst = append(dst, obj[:len(obj)-1]...)
+		empty := strings.TrimSpace(obj[1:len(obj)-1]) == ""
+		for _, m := range [...][2]string{{"parameters", "null"}, {"strict", "false"}, {"description", "null"}} {
+			if t.Get(m[0]).Exists() {
+				continue
+			}
+			if !empty {
+				dst = append(dst, ',')
+			}
+			empty = false
+			dst = append(dst, '"')
+			dst = append(dst, m[0]...)
+			dst = append(dst, `":`...)
+			dst = append(dst, m[1]...)
+		}
+		dst = append(dst, '}')
+		return true
+	})
+	return append(dst, ']')
 }
 
 // bytesString views b as a string without copying; the string must not
