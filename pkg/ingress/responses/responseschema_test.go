@@ -96,7 +96,6 @@ func checkResponseObject(t *testing.T, where, obj string) {
 	}
 }
 
-
 // TestResponseObjectHasEveryRequiredField: every response object a
 // translated path writes - the streamed created, in_progress, completed,
 // incomplete and failed events' and the whole body - carries every member
