@@ -40,7 +40,17 @@ type Sender struct {
 // it). A failure is classified: TransportError, or StatusError for a
 // non-2xx status.
 func (s *Sender) Post(ctx context.Context, call *Call, url string, body []byte, stream bool, header func(http.Header)) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	return s.Send(ctx, call, http.MethodPost, url, body, stream, header)
+}
+
+// Send is Post with another method (GET, DELETE: the Responses API's
+// stored responses); a nil body sends none.
+func (s *Sender) Send(ctx context.Context, call *Call, method, url string, body []byte, stream bool, header func(http.Header)) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not build upstream request", Provider: s.Provider, Cause: err}
 	}

@@ -16,6 +16,7 @@ package store
 //	last good config config#<ssm path>                 lastgood
 //	cache entry      cache#team#<team>#<hash>          entry
 //	shared entry     cache#shared#<hash>               entry
+//	response owner   response#<response id>            owner
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -46,6 +47,7 @@ const (
 	rollupPrefix  = "rollup"
 	configPrefix  = "config"
 	cachePrefix   = "cache"
+	respPrefix    = "response"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -253,4 +255,14 @@ func CacheKey(team, hash string) Key {
 // readable by every team (a route whose cache is shared).
 func SharedCacheKey(hash string) Key {
 	return Key{PK: join(lit(cachePrefix), lit("shared"), val(hash)), SK: "entry"}
+}
+
+// ResponseOwnerKey is the item naming the account (target, provider key
+// fingerprint, team) that created one Responses API response, by the
+// upstream's response id: follow-ups (previous_response_id), retrieval,
+// deletion, input items and cancellation go to that account on every
+// instance. Every response is its own partition; the item expires with
+// the upstream's retention of the response.
+func ResponseOwnerKey(responseID string) Key {
+	return Key{PK: join(lit(respPrefix), val(responseID)), SK: "owner"}
 }

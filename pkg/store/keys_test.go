@@ -34,6 +34,7 @@ func TestKeyShapes(t *testing.T) {
 		{"last good config", ConfigLastGoodKey("/llmgw/prod/config/"), Key{"config#/llmgw/prod/config/", "lastgood"}},
 		{"cache entry", CacheKey("team-a", "9f86d0"), Key{"cache#team#team-a#9f86d0", "entry"}},
 		{"shared cache entry", SharedCacheKey("9f86d0"), Key{"cache#shared#9f86d0", "entry"}},
+		{"response owner", ResponseOwnerKey("resp_67cc#1"), Key{"response#resp_67cc%231", "owner"}},
 		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
 	}
 	for _, c := range cases {

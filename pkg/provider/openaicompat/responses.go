@@ -74,6 +74,13 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	case !json.Valid(data):
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: a.id}
+	case ri.Queued && background(rq.Body):
+		// A background response, accepted: its answer is polled later. It
+		// is an answer (never retried: a retry would start a second job),
+		// committed with no tokens known yet (usage estimated from the
+		// request; see docs/responses.md).
+		return provider.Events(exchange.TokenUsage{Input: exchange.EstimateTokens(len(body)), Estimated: true},
+			exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Responses, Flags: exchange.HasContent | exchange.HasFinish | exchange.Whole}), nil
 	case !ri.Content && ri.Usage.OutputTokens == 0 && ri.FinishReason != "length" && ri.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
@@ -86,6 +93,12 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 		flags |= exchange.HasFinish
 	}
 	return provider.Events(u, exchange.Event{Kind: exchange.Raw, Raw: data, RawAPI: exchange.Responses, Flags: flags, Finish: ri.FinishReason}), nil
+}
+
+// background reports whether a Responses request asks for a background
+// response (background: true).
+func background(body []byte) bool {
+	return gjson.GetBytes(body, "background").Type == gjson.True
 }
 
 // responsesUsage maps Responses API usage to the gateway's.

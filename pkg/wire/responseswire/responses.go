@@ -41,6 +41,10 @@ type ResponsesEventInfo struct {
 	ErrorCode string // the failure's error code (or type)
 	// Created: the event is response.created.
 	Created bool
+	// Queued: a whole body whose status is queued or in_progress: a
+	// background response, accepted and not yet done (no output, no
+	// usage yet), polled later with GET /v1/responses/{id}.
+	Queued bool
 	// HasUsage: the event carries the response's usage, Usage.
 	HasUsage bool
 	Usage    ResponsesUsage // the usage, when HasUsage
@@ -224,6 +228,8 @@ func readBody(dst []delta.Part, body []byte, collect bool) (ResponsesEventInfo, 
 		ri.Failed = true
 		ri.ErrorCode = doc.Get("status").Str
 		return ri, dst
+	case "queued", "in_progress":
+		ri.Queued = true
 	}
 	if collect {
 		dst = append(dst, delta.Part{Kind: delta.Start, ID: doc.Get("id").Str, Name: doc.Get("model").Str, Created: doc.Get("created_at").Int()})
