@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/moderation"
 	"github.com/llmgw/llmgw/pkg/pacing"
+	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -146,6 +147,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 			Breakers: g.Breaker,
 			Keys:     g.Ledger,
 			Budget:   g.Budget,
+			// Responses state follows its account on every instance.
+			ResponseOwners: responsestate.New(st, responsestate.Options{}),
 		},
 		Stages: server.Stages{
 			Pacing:     pacing.Pacer{},

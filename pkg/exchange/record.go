@@ -67,6 +67,10 @@ type Record struct {
 	// SavedCostUSD is, on a hit, what the cached answer cost when it was
 	// generated (its tokens at today's prices).
 	SavedCostUSD float64 `json:"saved_cost_usd,omitempty"`
+	// ResponseID is the Responses API response the request created or
+	// acted on (an upstream id, never content), for a target that keeps
+	// Responses state.
+	ResponseID string `json:"response_id,omitempty"`
 	// ContinuedBy lists the targets that continued the stream after its
 	// target (Target) was cut; the tokens are every attempt's sum.
 	ContinuedBy []string `json:"continued_by,omitempty"`

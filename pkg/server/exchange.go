@@ -16,6 +16,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/requestlog"
+	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/traceid"
 )
 
@@ -36,6 +37,9 @@ type exchangeState struct {
 	pacing string
 	// cancel cancels the request's upstream work.
 	cancel context.CancelFunc
+	// pin is the account a Responses request is pinned to (the owner of
+	// its previous_response_id or of the response it acts on), nil if none.
+	pin *responsestate.Owner
 }
 
 // serve runs one request of any client API through the shared pipeline:

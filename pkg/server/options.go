@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/stage"
 )
@@ -96,6 +97,11 @@ type Upstream struct {
 	// Sleep waits between retries (nil: a timer that honours ctx). Tests
 	// use it to see and skip waits.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ResponseOwners records which account (target, provider key) created
+	// each Responses API response, so that follow-ups and calls on it go
+	// there from every instance (nil: an in-memory record of this process
+	// only). pkg/app keeps it in the shared table.
+	ResponseOwners *responsestate.Owners
 }
 
 // Stages are the serving stages the pipeline runs around the failover

@@ -30,6 +30,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/requestlog"
+	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/traceid"
@@ -100,10 +101,13 @@ func (u *Upstream) defaults(cfg *config.Config, log *slog.Logger, now func() tim
 		u.Budget = retry.NewBudget()
 		u.Budget.Now = now
 	}
-	if u.Breakers != nil && u.Keys != nil {
+	if u.Breakers != nil && u.Keys != nil && u.ResponseOwners != nil {
 		return
 	}
 	mem := embedded.OpenMemory(embedded.WithClock(now))
+	if u.ResponseOwners == nil {
+		u.ResponseOwners = responsestate.New(mem, responsestate.Options{Now: now})
+	}
 	if u.Breakers == nil {
 		onOpen := u.OnBreakerOpen
 		u.Breakers = breaker.New(mem, cfg.Breaker, breaker.Options{Now: now, Logger: log,
@@ -229,6 +233,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 	default:
 		if eh, ok := h.front.Extra[r.URL.Path]; ok {
 			eh.ServeHTTP(w, r)
+			return
+		}
+		if h.serveResponsesState(w, r, rid, tc) {
 			return
 		}
 		if m, ok := modelPath(r.URL.Path); ok && r.Method == http.MethodGet {

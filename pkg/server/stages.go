@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -38,12 +40,18 @@ func (x *exchangeState) generate(ctx context.Context) {
 		}
 		tap = res.Tap
 	}
+	if !x.pinFollowUp(ctx) {
+		return
+	}
 	sess, err := x.rt.router.Open(ctx, x.req)
 	if err != nil {
+		if x.pin != nil {
+			err = pinnedError(err, x.pin, gjson.GetBytes(x.req.Body, "previous_response_id").Str, &x.req.Trace)
+		}
 		x.refuse(err)
 		return
 	}
-	var src stage.Source = sess
+	var src stage.Source = x.tapOwner(sess)
 	if tap != nil {
 		src = tap.Wrap(src, decoder(x.in))
 	}

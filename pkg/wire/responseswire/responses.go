@@ -373,3 +373,11 @@ func SequenceNumber(data []byte) int64 {
 	}
 	return n
 }
+
+// ReadUsage reads the top-level usage of a whole Responses API object (a
+// response in any status, a compaction), zero when it has none.
+func ReadUsage(body []byte) delta.Tokens {
+	var ri ResponsesEventInfo
+	readResponsesUsage(gjson.GetBytes(body, "usage"), &ri)
+	return ri.Usage.tokens()
+}
