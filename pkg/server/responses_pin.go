@@ -147,12 +147,10 @@ func pinnedError(err error, o *responsestate.Owner, id string, tr *exchange.Trac
 	}
 	why := ""
 	switch {
-	case skip == "breaker_open":
-		why = "its circuit breaker is open"
 	case skip == "no_key":
 		why = "the provider key that created it is not usable now (rate-limited, disabled or removed)"
 	case ge.Category.Fallback() && ge.Category != gwerr.RateLimited:
-		why = "it failed: " + ge.Message
+		why = ge.Message // a breaker skip says so: "target ... is skipped: its circuit breaker is open"
 	default:
 		return err
 	}
@@ -242,4 +240,3 @@ const OutcomeQueued = "queued"
 
 // background reports whether a Responses request asks for background: true.
 func background(body []byte) bool { return gjson.GetBytes(body, "background").Type == gjson.True }
-
