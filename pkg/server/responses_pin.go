@@ -212,8 +212,10 @@ func (t *ownerTap) Next() (exchange.Event, error) {
 // still goes out (follow-ups then take the route's chain).
 func (x *exchangeState) recordOwner(id string, u exchange.TokenUsage) {
 	tr := &x.req.Trace
+	// A streamed background response delivers its answer and usage in
+	// the stream, like any other: only a queued one is settled later.
 	o := responsestate.Owner{Target: tr.Target, Provider: tr.Provider, Route: x.req.Route, Team: x.req.Caller.Team,
-		Background: background(x.req.Body)}
+		Background: background(x.req.Body) && !x.req.Stream}
 	for i := len(tr.Attempts) - 1; i >= 0; i-- {
 		if a := tr.Attempts[i]; a.Stage == "" && a.Target == tr.Target && a.Skipped == "" {
 			o.Key = a.Key

@@ -21,17 +21,7 @@ var nodeSDKs = []string{"ai@7.0.173", "@ai-sdk/openai@4.0.118", "@openai/agents@
 // stream cut after its first words that each must report as an error.
 func TestNodeSDKs(t *testing.T) {
 	agentTestsEnabled(t)
-	dir, _ := filepath.Abs(filepath.Join("..", "..", ".llmgw", "agents", "node-sdks"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"llmgw-agent-sdks","private":true,"type":"module"}`), 0o644)
-		args := append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", dir}, nodeSDKs...)
-		if out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput(); err != nil {
-			t.Skipf("skipping: npm cannot install %s: %v\n%s", strings.Join(nodeSDKs, " "), err, out)
-		}
-	}
+	dir := installNodeSDKs(t)
 	script, _ := filepath.Abs("sdks.mjs")
 	if err := copyFile(script, filepath.Join(dir, "sdks.mjs")); err != nil {
 		t.Fatal(err)
@@ -84,6 +74,24 @@ routes:
 			t.Errorf("an SDK did not call the Responses API: %.200s", b)
 		}
 	}
+}
+
+// installNodeSDKs installs nodeSDKs (once: the directory is kept) and
+// returns the directory; a machine without npm access skips the test.
+func installNodeSDKs(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "..", ".llmgw", "agents", "node-sdks"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents")); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"llmgw-agent-sdks","private":true,"type":"module"}`), 0o644)
+		args := append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", dir}, nodeSDKs...)
+		if out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput(); err != nil {
+			t.Skipf("skipping: npm cannot install %s: %v\n%s", strings.Join(nodeSDKs, " "), err, out)
+		}
+	}
+	return dir
 }
 
 func copyFile(src, dst string) error {
