@@ -164,6 +164,8 @@ func TestResponsesNativeOnlyRefusedByEveryTranslatingKind(t *testing.T) {
 		{"bedrock", `{"model":"bedrock","input":"hi","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, "the file_search tool is not supported by target bedrock/"},
 		{"claude", `{"model":"claude","input":"hi","previous_response_id":"resp_1"}`, "the gateway does not store conversations"},
 		{"bedrock", `{"model":"bedrock","input":"hi","conversation":{"id":"conv_1"}}`, "the gateway does not store conversations"},
+		{"claude", `{"model":"claude","input":"hi","background":true}`, "background"},
+		{"bedrock", `{"model":"bedrock","input":"hi","background":true}`, "background"},
 	} {
 		r := postTo(t, g.URL+"/v1/responses", tc.body)
 		got := readAll(t, r.Body)

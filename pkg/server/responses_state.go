@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/traceid"
@@ -88,7 +89,7 @@ func (h *Handler) serveResponsesState(w http.ResponseWriter, r *http.Request, ri
 	x.rec.Operation = op
 	if !strings.Contains(allow, r.Method) {
 		w.Header().Set("Allow", allow)
-		x.fail(gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode("method_not_allowed"))
+		x.fail(gwerr.New(gwerr.InvalidRequest, "method not allowed; use %s", allow).WithCode(ingress.CodeMethodNotAllowed))
 		x.finish()
 		return true
 	}

@@ -349,3 +349,34 @@ func TestResponsesBackground(t *testing.T) {
 		t.Errorf("a second poll recorded tokens again: %+v", r)
 	}
 }
+
+// TestResponsesStoredCallsNeedANativeTarget: compaction on a route that
+// can only translate is a 400 naming the target, with no upstream call;
+// an id the gateway never created is a 404 in OpenAI's shape; a wrong
+// method is a 405 with Allow.
+func TestResponsesStoredCallsNeedANativeTarget(t *testing.T) {
+	chat := newUpstream(t, okHandler)
+	g := newGateway(t, responsesRoute([2]string{"chat", chat.URL}))
+	code, out := doReq(t, "POST", g.URL+"/v1/responses/compact", `{"model":"m","input":"hi"}`)
+	if code != 400 || gjson.Get(out, "error.code").Str != "unsupported_feature" || !strings.Contains(out, "p0/up-model-0") || chat.hits.Load() != 0 {
+		t.Errorf("compact on a translating route: %d %s (%d upstream calls)", code, out, chat.hits.Load())
+	}
+	for _, p := range []string{"/v1/responses/resp_nope", "/v1/responses/resp_nope/input_items"} {
+		if code, out := doReq(t, "GET", g.URL+p, ""); code != 404 || gjson.Get(out, "error.code").Str != server.CodeResponseNotFound || gjson.Get(out, "error.type").Str == "" {
+			t.Errorf("GET %s: %d %s", p, code, out)
+		}
+	}
+	if code, out := doReq(t, "PUT", g.URL+"/v1/responses/resp_nope", "{}"); code != 405 || !strings.Contains(out, "method") {
+		t.Errorf("PUT: %d %s", code, out)
+	}
+	// Authenticated like every endpoint.
+	locked := newGateway(t, responsesRoute([2]string{"chat", chat.URL}), func(o *server.Options) {
+		o.Front.Authenticate = func(r *http.Request) (*exchange.Caller, error) { return nil, nil }
+	})
+	for _, c := range [][2]string{{"GET", "/v1/responses/resp_1"}, {"DELETE", "/v1/responses/resp_1"}, {"POST", "/v1/responses/resp_1/cancel"},
+		{"GET", "/v1/responses/resp_1/input_items"}, {"POST", "/v1/responses/compact"}} {
+		if code, out := doReq(t, c[0], locked.URL+c[1], ""); code != 401 || gjson.Get(out, "error.type").Str == "" {
+			t.Errorf("%s %s without a key: %d %s", c[0], c[1], code, out)
+		}
+	}
+}
