@@ -312,6 +312,10 @@ func (b *Breaker) AllowContext(ctx context.Context, id string, force Force) (fun
 			t.busy = false
 			close(t.loading)
 			t.loading = nil
+			if t.again { // an urgent sync was asked for meanwhile
+				t.again = false
+				b.maybeSyncLocked(t, now, true)
+			}
 		case !t.known && t.loading != nil:
 			ch := t.loading
 			t.mu.Unlock()

@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,58 @@ func testQuietEndsOnSlowSample(t *testing.T, e *storetest.Env) {
 	if _, w := cs.Counts(); w-w0 != 2 {
 		t.Errorf("%d writes after a slow sample, want 2 (the outcome and latency flushes)", w-w0)
 	}
+}
+
+// gatedStore holds Get calls while armed, and says when one arrived.
+type gatedStore struct {
+	Store
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) Get(ctx context.Context, k store.Key) (store.Item, bool, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.Get(ctx, k)
+}
+
+// TestUrgentSyncDuringARequestPathRead: a trip decided while a request
+// re-reads the state on its path (the sync is busy) is written once that
+// read ends, not at some later request.
+func TestUrgentSyncDuringARequestPathRead(t *testing.T) {
+	storetest.RunBackends(t, []storetest.Scenario{{Name: "TripWritten", Fn: func(t *testing.T, e *storetest.Env) {
+		g := &gatedStore{Store: e.Store, entered: make(chan struct{}), release: make(chan struct{})}
+		b := newBreaker(e, g, testSettings(), Options{QuietInterval: -1})
+		run(b, dead, Success)
+		settle(b)
+		var dones []func(Outcome)
+		for i := 0; i < b.cfg().set.ConsecutiveFailures; i++ {
+			d, err := b.Allow(dead, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dones = append(dones, d)
+		}
+		e.Advance(b.opt.CacheTTL) // the next Allow re-reads on its path
+		g.armed.Store(true)
+		allowed := make(chan error, 1)
+		go func() {
+			_, err := b.Allow(dead, "")
+			allowed <- err
+		}()
+		<-g.entered
+		for _, d := range dones {
+			d(Failure) // the last one trips: its sync is asked for while the read holds the target
+		}
+		close(g.release)
+		<-allowed
+		settle(b)
+		it, found, err := e.Store.Get(t.Context(), store.BreakerKey(dead))
+		if err != nil || !found || it.Strs[attrState] != "open" {
+			t.Fatalf("state item after the trip: %+v found %v, %v; want open", it, found, err)
+		}
+	}}})
 }
