@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/usage/sqsspill"
 )
@@ -119,29 +121,38 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
 	// The Function URL answers CORS preflights and adds the CORS headers.
 	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, extra: extra}
-	var st store.Store
-	var err error
-	if env.Table == "" {
-		// In memory, not a file at a fixed path: two local runs of the
-		// bootstrap (lambdainvoke, tests) must not share or lock one file.
-		log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
-		st = embedded.OpenMemory()
-	} else if st, _, err = OpenStore(ctx, StoreOptions{Kind: "dynamodb", Table: env.Table}); err != nil {
-		return nil, err
-	}
+	// One AWS config for every client (loading it reads the environment
+	// and the shared config files: once per cold start, not per client).
 	var awsCfg aws.Config
-	if env.ConfigPath != "" || env.UsageQueue != "" {
+	var err error
+	if env.Table != "" || env.ConfigPath != "" || env.UsageQueue != "" {
 		if awsCfg, err = awsconfig.LoadDefaultConfig(ctx); err != nil {
 			return nil, fmt.Errorf("aws config: %w", err)
 		}
 	}
-	if env.UsageQueue != "" {
-		bo.Spill = sqsspill.New(sqs.NewFromConfig(awsCfg), env.UsageQueue)
-	} else {
-		log.Warn(deployment.EnvUsageQueue + " is not set: usage records the table does not take are lost")
-	}
+	// The state and spill clients are made while SSM is read (the cold
+	// start's one network wait); the gateway is built once both are there.
+	var st store.Store
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		if env.Table == "" {
+			// In memory, not a file at a fixed path: two local runs of the
+			// bootstrap (lambdainvoke, tests) must not share or lock one file.
+			log.Warn(deployment.EnvTable + " is not set: breaker, key and usage state stay in this instance's memory")
+			st = embedded.OpenMemory()
+		} else {
+			st = dynamo.New(dynamodb.NewFromConfig(awsCfg), env.Table)
+		}
+		if env.UsageQueue != "" {
+			bo.Spill = sqsspill.New(sqs.NewFromConfig(awsCfg), env.UsageQueue)
+		} else {
+			log.Warn(deployment.EnvUsageQueue + " is not set: usage records the table does not take are lost")
+		}
+	}()
 	if env.ConfigPath == "" {
 		cfg, err := LoadConfig(env.ConfigFile)
+		<-ready
 		if err != nil {
 			return nil, err
 		}
@@ -151,24 +162,61 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		}
 		return &LambdaGateway{Handler: g.Handler, Gateway: g}, nil
 	}
+	// Storing the booted config as the last good one is the cold start's
+	// only store call; nothing served needs it, so it runs in the
+	// background (Flush waits for it).
+	var boot sync.WaitGroup
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-		OnError:  func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
-		LastGood: &ssmconfig.LastGood{Store: st}}
+		OnError:    func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
+		LastGood:   &ssmconfig.LastGood{Store: readyStore{ready, &st}},
+		Background: func(f func()) { boot.Go(f) }}
 	bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
 		return loader.ResolveKey(ctx, ref, os.Getenv)
 	}
 	var g *Gateway
 	if _, err := loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
+		<-ready
 		built, err := Build(ctx, cfg, st, bo)
 		g = built
 		return err
 	}); err != nil {
+		<-ready
 		return nil, err
 	}
 	rh := &refreshing{g: g, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
 	rh.appliedAt.Store(time.Now().UnixNano())
 	g.add(part{name: "ssm refresher", flush: rh.wait, close: rh.close})
+	g.add(part{name: "last good config", flush: func(ctx context.Context) error { return waitGroup(ctx, &boot) }})
 	return &LambdaGateway{Handler: rh, Gateway: g}, nil
+}
+
+// readyStore is the table for the last good config before its client is
+// made: each call waits until ready is closed, then uses *st.
+type readyStore struct {
+	ready <-chan struct{}
+	st    *store.Store
+}
+
+func (r readyStore) Get(ctx context.Context, k store.Key) (store.Item, bool, error) {
+	<-r.ready
+	return (*r.st).Get(ctx, k)
+}
+
+func (r readyStore) Put(ctx context.Context, it store.Item, c store.Cond) (store.Item, error) {
+	<-r.ready
+	return (*r.st).Put(ctx, it, c)
+}
+
+// waitGroup waits for wg, or until ctx ends.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // keyRetryPeriods is how many refresh periods pass between two retries of

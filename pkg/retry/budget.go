@@ -13,7 +13,9 @@ import (
 // A shared budget ([NewSharedBudget]) counts every instance's attempts:
 // each instance counts locally, flushes its counts to the store in batches
 // (in the background: at most once per FlushInterval per provider while
-// retries are pending, once per 10 s slot for first attempts alone), and
+// retries are pending, once per 10 s slot for first attempts alone while
+// the minute holds retries, and once per QuietInterval, in one write, for
+// the first attempts of a quiet provider: see SharedOptions), and
 // learns the others' from the flush's answer and, while
 // retries happen, from a periodic read of the minute. A request never
 // waits on the store, except a retry decision on counts older than one
@@ -72,7 +74,9 @@ func (b *Budget) slotLocked(provider string, now time.Time) (*window, int, int64
 	start := slotStartOf(now)
 	w := b.m[provider]
 	if w == nil {
-		w = &window{}
+		// The first sync waits one flush (or quiet) interval like the
+		// others: a fresh instance's first request writes nothing.
+		w = &window{lastSync: now}
 		b.m[provider] = w
 	}
 	return w, w.use(start), start

@@ -29,6 +29,9 @@ const (
 	// DefaultReadInterval is how often a provider's whole minute is re-read
 	// (the current slot is learned from every flush's answer).
 	DefaultReadInterval = slotLen * time.Second
+	// DefaultQuietInterval is the shortest gap between two flushes of a
+	// quiet provider's first attempts (SharedOptions.QuietInterval).
+	DefaultQuietInterval = 5 * time.Minute
 )
 
 // SharedOptions tune a shared [Budget]. Zero fields take defaults.
@@ -44,6 +47,21 @@ type SharedOptions struct {
 	// (default 10s, one slot). Without retries nothing is read until a
 	// retry decision needs it (one bounded read then).
 	ReadInterval time.Duration
+	// QuietInterval is the shortest gap between two flushes of a quiet
+	// provider's first attempts (default 5 minutes; negative: first
+	// attempts are flushed once their 10 s slot has ended, as when
+	// retries happen). A provider is quiet on an instance while no retry
+	// of its own is pending and the minute as last seen holds no retry of
+	// any instance. First attempts matter to other instances only as the
+	// denominator of their retry ratio, so while quiet they are flushed
+	// in one Add: those of the last minute (older ones count nowhere),
+	// onto the oldest slot among them, so they leave the others' minute
+	// early, never late. Bound: other instances' budgets may miss up to
+	// QuietInterval of a quiet instance's first attempts, so the fleet
+	// retries less than the ratio allows, never more; this instance's
+	// own retry decisions always flush and read first (one bounded
+	// sync), and its first retry ends quiet mode.
+	QuietInterval time.Duration
 	// StoreTimeout bounds every store call (default 250ms).
 	StoreTimeout time.Duration
 	// Now is the clock (nil: time.Now).
@@ -66,6 +84,9 @@ func NewSharedBudget(st Store, opt SharedOptions) *Budget {
 	if opt.ReadInterval <= 0 {
 		opt.ReadInterval = DefaultReadInterval
 	}
+	if opt.QuietInterval == 0 {
+		opt.QuietInterval = DefaultQuietInterval
+	}
 	b := &Budget{Now: opt.Now, m: map[string]*window{}, st: st, opt: opt}
 	b.call = store.NewCaller(store.CallerOptions{Component: "retry budget", Timeout: opt.StoreTimeout,
 		Now: b.now, Logger: opt.Logger})
@@ -80,11 +101,21 @@ func NewSharedBudget(st Store, opt SharedOptions) *Budget {
 // fewer retries, never more), and a single-request-at-a-time instance
 // (Lambda, in front of a model that takes seconds) does not write once per
 // request.
+//
+// A quiet provider (SharedOptions.QuietInterval) syncs at most once per
+// QuietInterval, and only to flush first attempts of the last minute.
 func (b *Budget) maybeSyncLocked(provider string, w *window, now time.Time) {
 	if b.st == nil || w.busy || now.Sub(w.lastSync) < b.opt.FlushInterval {
 		return
 	}
 	cur, all := slotStartOf(now), w.retryPending()
+	if b.quietLocked(w, cur) {
+		if now.Sub(w.lastSync) >= b.opt.QuietInterval && w.merged(cur).req > 0 {
+			w.busy, w.synced = true, make(chan struct{})
+			b.call.Go(func() { b.sync(provider, w, false, false) })
+		}
+		return
+	}
 	due := false
 	for i := range slots {
 		due = due || w.flushable(i, cur, all)
@@ -101,6 +132,7 @@ type pendingSlot struct {
 	i        int
 	start    int64
 	req, ret int
+	parts    []pendingSlot // merged: the slots whose first attempts req sums
 }
 
 // sync flushes the provider's unflushed counts and, when due, re-reads its
@@ -113,9 +145,15 @@ func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 	w.lastSync = now
 	cur, all := slotStartOf(now), blocking || final || w.retryPending()
 	var flush []pendingSlot
-	for i := range slots {
-		if w.flushable(i, cur, all) {
-			flush = append(flush, pendingSlot{i, w.start[i], w.requests[i], w.retries[i]})
+	if !all && b.quietLocked(w, cur) {
+		if m := w.merged(cur); m.req > 0 {
+			flush = append(flush, m)
+		}
+	} else {
+		for i := range slots {
+			if w.flushable(i, cur, all) {
+				flush = append(flush, pendingSlot{i: i, start: w.start[i], req: w.requests[i], ret: w.retries[i]})
+			}
 		}
 	}
 	stale := !w.read || w.readStart != cur || now.Sub(w.lastRead) >= b.opt.ReadInterval
@@ -145,8 +183,15 @@ func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 			return // the counts stay pending; the next sync retries
 		}
 		b.mu.Lock()
+		for _, q := range p.parts {
+			if w.start[q.i] == q.start {
+				w.requests[q.i] -= q.req
+			}
+		}
 		if w.start[p.i] == p.start {
-			w.requests[p.i] -= p.req
+			if p.parts == nil {
+				w.requests[p.i] -= p.req
+			}
 			w.retries[p.i] -= p.ret
 			w.shReq[p.i] = max(w.shReq[p.i], it.Nums[attrRequests])
 			w.shRet[p.i] = max(w.shRet[p.i], it.Nums[attrRetries])
@@ -198,6 +243,31 @@ func (b *Budget) sync(provider string, w *window, blocking, final bool) {
 		w.shRet[i] = max(w.shRet[i], it.Nums[attrRetries])
 	}
 	w.read, w.readStart, w.lastRead = true, cur, now
+}
+
+// quietLocked reports whether the provider is quiet on this instance at
+// the slot starting at cur: quiet mode on, no retry of its own pending,
+// and none in the minute as last seen.
+func (b *Budget) quietLocked(w *window, cur int64) bool {
+	return b.opt.QuietInterval > b.opt.FlushInterval && !w.retryPending() && !w.retried(cur)
+}
+
+// merged is a quiet flush: the unflushed first attempts of the minute up
+// to the slot starting at cur, summed onto the oldest slot holding some.
+func (w *window) merged(cur int64) pendingSlot {
+	m := pendingSlot{i: -1}
+	for i := range slots {
+		d := cur - w.start[i]
+		if w.requests[i] <= 0 || d < 0 || d >= slots*slotLen {
+			continue
+		}
+		if m.i < 0 || w.start[i] < m.start {
+			m.i, m.start = i, w.start[i]
+		}
+		m.req += w.requests[i]
+		m.parts = append(m.parts, pendingSlot{i: i, start: w.start[i], req: w.requests[i]})
+	}
+	return m
 }
 
 // slotStartOf is the start (unix seconds) of the slot holding t.

@@ -16,7 +16,10 @@ func TestSharedBudget(t *testing.T) {
 		{Name: "FloorIsTheFleets", Fn: testFleetFloor},
 		{Name: "RatioCountsEveryInstancesTraffic", Fn: testFleetRatio},
 		{Name: "NoStoreCallPerRequest", Fn: testBatched},
-		{Name: "OneRequestAtATimeWritesOncePerSlot", Fn: testQuiet},
+		{Name: "OneRequestAtATimeWritesNothingWhileQuiet", Fn: testQuiet},
+		{Name: "QuietFirstAttemptsFlushedOncePerQuietInterval", Fn: testQuietInterval},
+		{Name: "QuietFlushesCountEachFirstAttemptOnce", Fn: testQuietCountsOnce},
+		{Name: "RetryEndsQuietMode", Fn: testRetryEndsQuiet},
 		{Name: "StoreDownFallsBackToLocalCounts", Fn: testStoreDown},
 	})
 }
@@ -121,10 +124,10 @@ func testStoreDown(t *testing.T, e *storetest.Env) {
 }
 
 // testQuiet: an instance serving one request at a time, each longer than
-// the flush interval (a Lambda instance in front of a model), flushes its
-// first attempts once per slot, not once per request, and reads nothing
-// while nobody retries; a retry decision then still sees the fleet's
-// first attempts (one bounded read) and its retries are flushed within the
+// the flush interval (a Lambda instance in front of a model), writes and
+// reads nothing while nobody retries (its first attempts wait for the
+// quiet interval); a retry decision then still sees the fleet's first
+// attempts (one bounded read) and its retries are flushed within the
 // flush interval.
 func testQuiet(t *testing.T, e *storetest.Env) {
 	st := &storetest.Counting{Store: e.Store}
@@ -135,8 +138,8 @@ func testQuiet(t *testing.T, e *storetest.Env) {
 		e.Advance(1200 * time.Millisecond)
 	}
 	reads, writes := st.Counts()
-	if writes > 2 || reads > 0 { // 12 s span at most two ended slots, one write each; the current one waits
-		t.Fatalf("10 first attempts 1.2 s apart: %d reads, %d writes; want at most one write per 10 s slot and no read", reads, writes)
+	if writes > 0 || reads > 0 {
+		t.Fatalf("10 first attempts 1.2 s apart: %d reads, %d writes; want none within the quiet interval", reads, writes)
 	}
 	a.Flush()
 	b := newShared(e, e.Store)
@@ -157,5 +160,109 @@ func testQuiet(t *testing.T, e *storetest.Env) {
 	b2.Wait()
 	if _, after := st.Counts(); after == before {
 		t.Fatal("a pending retry was not flushed within the flush interval")
+	}
+}
+
+// testQuietInterval: 500 first attempts 1.2 s apart (10 minutes) cost at
+// most one write per quiet interval (plus one) and no read; each write
+// carries the last minute's first attempts, which another instance's ratio
+// then counts.
+func testQuietInterval(t *testing.T, e *storetest.Env) {
+	st := &storetest.Counting{Store: e.Store}
+	a := newShared(e, st)
+	const n = 500
+	for i := 0; i < n; i++ {
+		a.Request("p")
+		a.Wait()
+		e.Advance(1200 * time.Millisecond)
+	}
+	reads, writes := st.Counts()
+	limit := int64((n*1200*time.Millisecond+retry.DefaultQuietInterval-1)/retry.DefaultQuietInterval) + 1
+	t.Logf("%d first attempts 1.2 s apart: %d reads, %d writes (limit %d)", n, reads, writes, limit)
+	if reads != 0 || writes == 0 || writes > limit {
+		t.Fatalf("%d reads and %d writes, want none and 1..%d", reads, writes, limit)
+	}
+	// Right after the next quiet flush, another instance counts the
+	// minute's first attempts: about 50 (60 s / 1.2 s), merged onto the
+	// oldest of their slots.
+	for _, w0 := st.Counts(); ; {
+		a.Request("p")
+		a.Wait()
+		if _, w := st.Counts(); w > w0 {
+			break
+		}
+		e.Advance(1200 * time.Millisecond)
+	}
+	b := newShared(e, e.Store)
+	allowed := 0
+	for i := 0; i < 100; i++ {
+		if b.Retry("p", 1, 0) {
+			allowed++
+		}
+	}
+	if allowed < 40 || allowed > 51 {
+		t.Fatalf("another instance allowed %d retries at ratio 1, want the ~50 first attempts of the quiet instance's last minute", allowed)
+	}
+}
+
+// testRetryEndsQuiet: a retry flushes at once with the pending first
+// attempts, and while the minute holds a retry, first attempts are
+// flushed once their slot has ended again (one write per slot).
+func testRetryEndsQuiet(t *testing.T, e *storetest.Env) {
+	st := &storetest.Counting{Store: e.Store}
+	a := newShared(e, st)
+	for i := 0; i < 20; i++ { // 24 s, nothing written
+		a.Request("p")
+		a.Wait()
+		e.Advance(1200 * time.Millisecond)
+	}
+	if _, w := st.Counts(); w != 0 {
+		t.Fatalf("%d writes while quiet", w)
+	}
+	if !a.Retry("p", 0.5, 0) { // 50% of 20: the decision flushed the pending first attempts
+		t.Fatal("retry refused")
+	}
+	a.Wait()
+	_, w0 := st.Counts()
+	if w0 == 0 {
+		t.Fatal("the retry decision flushed nothing")
+	}
+	for i := 0; i < 25; i++ { // 30 s: at least two slots end
+		e.Advance(1200 * time.Millisecond)
+		a.Request("p")
+		a.Wait()
+	}
+	if _, w := st.Counts(); w-w0 < 2 {
+		t.Fatalf("%d writes in 30 s after a retry, want one per ended slot (quiet mode over)", w-w0)
+	}
+}
+
+// testQuietCountsOnce: with a quiet interval of 15 s, the merged flushes
+// of 48 s carry each first attempt once: another instance then counts
+// exactly the 40 of them (all still in the minute).
+func testQuietCountsOnce(t *testing.T, e *storetest.Env) {
+	st := &storetest.Counting{Store: e.Store}
+	a := retry.NewSharedBudget(st, retry.SharedOptions{Now: e.Now, StoreTimeout: generous, QuietInterval: 15 * time.Second})
+	t.Cleanup(a.Wait)
+	// Start at a slot's start: every slot below stays in the minute.
+	e.Advance(e.Now().Truncate(10 * time.Second).Add(10 * time.Second).Sub(e.Now()))
+	for i := 0; i < 40; i++ {
+		a.Request("p")
+		a.Wait()
+		e.Advance(1200 * time.Millisecond)
+	}
+	if _, w := st.Counts(); w < 2 {
+		t.Fatalf("%d quiet flushes in 48 s with a 15 s quiet interval, want 2 or more", w)
+	}
+	a.Flush()
+	b := newShared(e, e.Store)
+	allowed := 0
+	for i := 0; i < 100; i++ {
+		if b.Retry("p", 1, 0) {
+			allowed++
+		}
+	}
+	if allowed != 40 {
+		t.Fatalf("another instance allowed %d retries at ratio 1 after 40 first attempts, want 40", allowed)
 	}
 }

@@ -222,6 +222,13 @@ func (l *Loader) Boot(ctx context.Context, accept func(context.Context, *config.
 	cfg, snap, _, err := l.LoadSnapshot(ctx)
 	if err == nil {
 		if err = accept(ctx, cfg); err == nil {
+			if l.Background != nil {
+				// Nothing served needs it: off the cold start (a copy, so
+				// the snapshot returned is not written behind its reader).
+				rec, bctx := *snap, context.WithoutCancel(ctx)
+				l.Background(func() { l.save(bctx, &rec, cfg) })
+				return snap, nil
+			}
 			l.save(ctx, snap, cfg)
 			return snap, nil
 		}

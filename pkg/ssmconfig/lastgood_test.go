@@ -242,3 +242,27 @@ func TestMissingKeyParameterIsNotFoundAndTransientErrorsKeepTheCachedKey(t *test
 		t.Fatalf("SSM down, nothing cached: %v", err)
 	}
 }
+
+// TestBootStoresTheLastGoodConfigInTheBackground: with Background set,
+// Boot returns before the booted config is stored, and the work it hands
+// to Background stores it.
+func TestBootStoresTheLastGoodConfigInTheBackground(t *testing.T) {
+	srv := ssmtest.New()
+	defer srv.Close()
+	st := openStore(t)
+	srv.Put(path+"00-base", "String", base)
+	in := newInstance(t, srv, st)
+	var later []func()
+	in.l.Background = func(f func()) { later = append(later, f) }
+	if _, err := in.l.Boot(context.Background(), in.accept); err != nil || in.served == nil {
+		t.Fatal(err)
+	}
+	lg := &ssmconfig.LastGood{Store: st}
+	if _, found, _ := lg.Load(context.Background(), path); found || len(later) != 1 {
+		t.Fatalf("stored during Boot (found %v), or %d background jobs; want not yet, and 1", found, len(later))
+	}
+	later[0]()
+	if _, found, err := lg.Load(context.Background(), path); !found || err != nil {
+		t.Fatalf("not stored by the background job: found %v, %v", found, err)
+	}
+}

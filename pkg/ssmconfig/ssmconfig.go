@@ -66,6 +66,10 @@ type Loader struct {
 	LastGood *LastGood
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Background, when set, runs what a cold start need not wait for: the
+	// store of the booted config as the last good one (Boot then returns
+	// before it, without its Seq and AcceptedAt). nil: inline.
+	Background func(f func())
 
 	mu       sync.Mutex
 	loading  bool

@@ -5,7 +5,11 @@
 //   - init: process start -> the first GET .../invocation/next (ready for
 //     the first invocation: config read from SSM, clients created), n-init
 //     times each, interleaved; then that process's first invocation (a
-//     non-streaming chat), where any work put off past init would show;
+//     non-streaming chat), where any work put off past init would show.
+//     With -sdk-hello, a third binary joins the interleave: the hello-world
+//     with the AWS SDK packages the bootstrap links
+//     (scripts/bench/lambdasdkhello), the floor of what Go's package
+//     initialization of the SDK costs before main;
 //   - after the last byte: for each invocation of a warm process, the time
 //     from the last body byte the client reads to the function's next GET
 //     .../invocation/next (its handler returned: on Lambda, the billed time
@@ -77,6 +81,7 @@ func main() {
 	o := options{}
 	flag.StringVar(&o.bootstrap, "bootstrap", "", "the gateway's Lambda bootstrap binary")
 	flag.StringVar(&o.hello, "hello", "", "the hello-world lambdaurl binary (scripts/bench/lambdahello)")
+	flag.StringVar(&o.sdkHello, "sdk-hello", "", "optional: the hello-world with the AWS SDK packages the bootstrap links (scripts/bench/lambdasdkhello)")
 	flag.StringVar(&o.dynamodb, "dynamodb", "", "DynamoDB endpoint URL (the counting proxy in front of dynalite)")
 	flag.StringVar(&o.counts, "counts", "", "the counting proxy's /__bench/counts URL")
 	flag.StringVar(&o.upstream, "upstream", "", "the mock upstream's base URL (http://host:port)")
@@ -109,10 +114,10 @@ func main() {
 }
 
 type options struct {
-	bootstrap, hello, dynamodb, counts, upstream, events, table string
-	slowUpstream                                                string
-	nInit, n, warmup, nSlow                                     int
-	settle                                                      time.Duration
+	bootstrap, hello, sdkHello, dynamodb, counts, upstream, events, table string
+	slowUpstream                                                          string
+	nInit, n, warmup, nSlow                                               int
+	settle                                                                time.Duration
 }
 
 // Dist summarises a sample, in microseconds (pkg dist: one shape for
@@ -150,6 +155,10 @@ type InitResult struct {
 	HelloFirst   Dist    `json:"hello_first_invocation"`
 	RatioP50     float64 `json:"ratio_p50"`
 	RatioMean    float64 `json:"ratio_mean"`
+	// SDKHello is the init of the hello-world with the AWS SDK packages
+	// linked (-sdk-hello), and RatioSDKP50 the gateway's p50 over its p50.
+	SDKHello    *Dist   `json:"sdk_hello_start_to_ready,omitempty"`
+	RatioSDKP50 float64 `json:"ratio_to_sdk_hello_p50,omitempty"`
 	// DynamoPerInit and SSMPerInit are the gateway's calls per cold start:
 	// init and the first invocation (whose usage record is one PutItem).
 	DynamoPerInit map[string]float64 `json:"dynamodb_calls_per_gateway_cold_start"`
@@ -247,6 +256,10 @@ func run(ctx context.Context, o options) (*Report, error) {
 		deployment.EnvTable+"="+o.table, "AWS_ENDPOINT_URL_DYNAMODB="+kinds.URL)
 	gw := binary{name: "gateway", path: o.bootstrap, env: gwEnv}
 	hello := binary{name: "hello", path: o.hello, env: common}
+	starts := []binary{gw, hello}
+	if o.sdkHello != "" {
+		starts = append(starts, binary{name: "sdk-hello", path: o.sdkHello, env: common})
+	}
 
 	rep := &Report{Mode: "lambda", Status: "measured", Invocations: map[string]*InvResult{}, Refresh: deployment.DefaultConfigRefresh.String(),
 		Settings: map[string]any{"n_init": o.nInit, "n": o.n, "n_slow": o.nSlow, "warmup": o.warmup, "settle": o.settle.String(), "table": o.table,
@@ -257,12 +270,12 @@ func run(ctx context.Context, o options) (*Report, error) {
 		return nil, err
 	}
 	// Init, interleaved. The first start of each is not kept (page cache).
-	var gwInit, helloInit, gwFirst, helloFirst []time.Duration
+	var gwInit, helloInit, sdkInit, gwFirst, helloFirst []time.Duration
 	ssmBefore, kindsBefore := ssmCounts(ssm), kinds.snapshot()
 	for i := -1; i < o.nInit; i++ {
-		for _, b := range []binary{gw, hello} {
+		for _, b := range starts {
 			want := `"chat.completion"`
-			if b.name == "hello" {
+			if b.name != "gateway" {
 				want = "hello, world"
 			}
 			d, first, err := b.coldStart(ctx, firstEvent, want)
@@ -272,10 +285,13 @@ func run(ctx context.Context, o options) (*Report, error) {
 			if i < 0 {
 				continue
 			}
-			if b.name == "gateway" {
+			switch b.name {
+			case "gateway":
 				gwInit, gwFirst = append(gwInit, d), append(gwFirst, first)
-			} else {
+			case "hello":
 				helloInit, helloFirst = append(helloInit, d), append(helloFirst, first)
+			default:
+				sdkInit = append(sdkInit, d)
 			}
 		}
 	}
@@ -287,6 +303,15 @@ func run(ctx context.Context, o options) (*Report, error) {
 	}
 	fmt.Fprintf(os.Stderr, "lambda init p50: gateway %.2f ms, hello %.2f ms, ratio %.2fx; first invocation p50: gateway %.2f ms, hello %.2f ms\n",
 		rep.Init.Gateway.P50/1000, rep.Init.Hello.P50/1000, rep.Init.RatioP50, rep.Init.GatewayFirst.P50/1000, rep.Init.HelloFirst.P50/1000)
+	if len(sdkInit) > 0 {
+		d := distOf(sdkInit)
+		rep.Init.SDKHello = &d
+		if d.P50 > 0 {
+			rep.Init.RatioSDKP50 = round3(rep.Init.Gateway.P50 / d.P50)
+		}
+		fmt.Fprintf(os.Stderr, "lambda init p50: hello with the AWS SDK packages linked %.2f ms (%.2fx hello); gateway %.2fx that\n",
+			d.P50/1000, d.P50/rep.Init.Hello.P50, rep.Init.RatioSDKP50)
+	}
 
 	// Warm invocations, interleaved: non-streaming, streaming, hello.
 	gwProc, err := gw.start(ctx)

@@ -154,6 +154,7 @@ type lambdaFile struct {
 		Runs          int                `json:"runs"`
 		Gateway       dist               `json:"gateway_start_to_ready"`
 		Hello         dist               `json:"hello_start_to_ready"`
+		SDKHello      *dist              `json:"sdk_hello_start_to_ready"`
 		GatewayFirst  dist               `json:"gateway_first_invocation"`
 		HelloFirst    dist               `json:"hello_first_invocation"`
 		DynamoPerInit map[string]float64 `json:"dynamodb_calls_per_gateway_cold_start"`
@@ -565,6 +566,10 @@ func (r *reporter) lambda(failed bool) ([]row, []string) {
 		rows = append(rows, row{name: fmt.Sprintf("Lambda init %s: process start -> ready for the first invocation (config from SSM, clients created; %d starts; floor: %s)", q.name, lf.Init.Runs, hello),
 			unit: "ms", decimals: 2, gw: ms(q.fn(lf.Init.Gateway)), rp: ms(q.fn(lf.Init.Hello)), tcpText: "n/a", dirText: "n/a"})
 	}
+	if sd := lf.Init.SDKHello; sd != nil {
+		rows = append(rows, row{name: fmt.Sprintf("Lambda init p50 against the hello-world with the AWS SDK packages the bootstrap links (scripts/bench/lambdasdkhello: Go's package init of the SDK, %d starts)", lf.Init.Runs),
+			unit: "ms", decimals: 2, gw: ms(lf.Init.Gateway.P50), rp: ms(sd.P50), tcpText: "n/a", dirText: "n/a"})
+	}
 	rows = append(rows, row{name: fmt.Sprintf("Lambda first invocation after init p50 (non-streaming; floor: %s)", hello),
 		unit: "ms", decimals: 2, gw: ms(lf.Init.GatewayFirst.P50), rp: ms(lf.Init.HelloFirst.P50), tcpText: "n/a", dirText: "n/a"})
 	h, okH := lf.Invocations["hello"]
@@ -613,8 +618,16 @@ func (r *reporter) lambda(failed bool) ([]row, []string) {
 
 	g, fl := lf.Init.Gateway.P50, lf.Init.Hello.P50
 	if fl > 0 {
-		goals = append(goals, fmt.Sprintf("Lambda init, ratio to a hello-world lambdaurl binary built the same way: %.2fx at p50 (gateway %.2f ms, hello %.2f ms; p99 %.2f ms against %.2f ms); issue 17 sets no limit: reported, not judged",
-			g/fl, g/1000, fl/1000, lf.Init.Gateway.P99/1000, lf.Init.Hello.P99/1000))
+		verdict := "**MET**"
+		if g/fl > 2 {
+			verdict = fmt.Sprintf("**MISSED** by %.2fx", g/fl-2)
+		}
+		sdk := ""
+		if sd := lf.Init.SDKHello; sd != nil && sd.P50 > 0 {
+			sdk = fmt.Sprintf("; the hello-world with the AWS SDK packages the bootstrap links alone takes %.2f ms (%.2fx hello), the gateway %.2fx that", sd.P50/1000, sd.P50/fl, g/sd.P50)
+		}
+		goals = append(goals, fmt.Sprintf("Lambda init, ratio to a hello-world lambdaurl binary built the same way, at most 2x (issue 25): %s, %.2fx at p50 (gateway %.2f ms, hello %.2f ms; p99 %.2f ms against %.2f ms)%s",
+			verdict, g/fl, g/1000, fl/1000, lf.Init.Gateway.P99/1000, lf.Init.Hello.P99/1000, sdk))
 	} else {
 		goals = append(goals, "Lambda init, ratio to a hello-world lambdaurl binary: cannot judge (no hello figure)")
 	}
@@ -626,21 +639,24 @@ func (r *reporter) lambda(failed bool) ([]row, []string) {
 	state := storeGoal(st.ReadsPerReq, st.WritesPerReq)
 	goals = append(goals, fmt.Sprintf("DynamoDB calls per request on Lambda (warm happy path): reads 0 and writes <= 1: %s (%.3f reads, %.3f writes per request: %s)", state, st.ReadsPerReq, st.WritesPerReq, perOp(st.PerKind)))
 	if sl := lf.Slow; sl != nil {
-		state := storeGoal(sl.Store.ReadsPerReq, sl.Store.WritesPerReq)
-		goals = append(goals, fmt.Sprintf("the same with the model answering in %.1f s (one request at a time per instance, as on Lambda): %s (%.3f reads, %.3f writes per request: %s)", sl.Duration.P50/1e6, state, sl.Store.ReadsPerReq, sl.Store.WritesPerReq, perOp(sl.Store.PerKind)))
+		state := storeGoalWithin(sl.Store.ReadsPerReq, sl.Store.WritesPerReq, 1.05)
+		goals = append(goals, fmt.Sprintf("the same with the model answering in %.1f s (one request at a time per instance, as on Lambda), reads 0 and writes <= 1.05 (issue 25): %s (%.3f reads, %.3f writes per request over %d requests: %s)", sl.Duration.P50/1e6, state, sl.Store.ReadsPerReq, sl.Store.WritesPerReq, sl.Store.Requests, perOp(sl.Store.PerKind)))
 	}
 	return rows, goals
 }
 
 // storeGoal judges DynamoDB calls per request against the goal of issue
 // 17: reads 0 and writes at most 1 ("**MET**", or by how much it missed).
-func storeGoal(reads, writes float64) string {
+func storeGoal(reads, writes float64) string { return storeGoalWithin(reads, writes, 1) }
+
+// storeGoalWithin is storeGoal with writes at most maxWrites.
+func storeGoalWithin(reads, writes, maxWrites float64) string {
 	var miss []string
 	if reads > 0 {
 		miss = append(miss, fmt.Sprintf("%.3f reads per request over 0", reads))
 	}
-	if writes > 1 {
-		miss = append(miss, fmt.Sprintf("%.3f writes per request over 1", writes-1))
+	if writes > maxWrites+1e-9 {
+		miss = append(miss, fmt.Sprintf("%.3f writes per request over %g", writes-maxWrites, maxWrites))
 	}
 	if len(miss) == 0 {
 		return "**MET**"
@@ -847,7 +863,7 @@ func (r *reporter) method() {
 		"The ReverseProxy floor reads the request body fully before forwarding (like the gateway): a streaming request body makes ReverseProxy cut a few streamed responses under load (golang/go#40747).",
 		"The gateway runs as shipped in local mode: its default embedded store (a bbolt file in the run's temp dir), with the usage record of every request queued for the background batch writer (pkg/usage/asyncrecorder: one store transaction per batch; flushed on shutdown), and its JSON request log line written to a file (stderr redirected). Those costs are included; `BenchmarkServerChat` (the handler without a store) shows the proxy core alone.",
 		"DynamoDB calls per request: a gateway with `-store dynamodb` against dynalite (the emulator from npm) behind floorproxy's counting mode, which counts requests by X-Amz-Target; warm-up first, then N requests at concurrency 1, counts read before and after (with a pause for background writes). Writes that are not per request show up as fractions: the shared breaker flushes a target's outcome counts in the background at most once a second (breaker.DefaultFlushInterval), so its UpdateItems per request fall as the request rate rises (see the seconds and counts in raw/store.json).",
-		"Lambda: `scripts/bench/lambdabench` runs the real bootstrap (`functions/gateway`, built like the deploy build: CGO_ENABLED=0, -tags lambda.norpc, -trimpath, -ldflags='-s -w', for this machine's architecture) under pkg/lambdaemu's Runtime API emulator, with its config in an in-process SSM server (pkg/ssmconfig/ssmtest: one route `bench` to an `openai`-kind provider at the mock, one team with the sample events' key) and its table in dynalite behind the counting proxy; the floor is `scripts/bench/lambdahello`, a hello-world lambdaurl binary built the same way. Init is exec -> the function's first GET /invocation/next (the emulator's OnNext hook), each binary started N times, interleaved, on a fresh emulator. Then on warm processes, invocations at concurrency 1, interleaved (the events/ chat events, non-streaming and streaming, and hello): the time after the last byte is the client's last body read with data -> the function's next GET /invocation/next, i.e. the handler returned (what Lambda bills after the response is complete; the gateway writes the usage record there, one PutItem). DynamoDB calls are the counting proxy's counts over the measured window (with a pause before and after), split by the item's key kind by lambdabench's own pass-through proxy; SSM calls are the fake server's. A second warm window does the same on a route whose mock answers after 1.2 s, longer than the breaker's and the retry budget's flush intervals (1 s): on Lambda an instance serves one request at a time and model calls last seconds, so the fast mock's fractions of a flush per request become whole ones. Loopback: a real DynamoDB PutItem is a few ms more, and Lambda's own init and CPU share differ.",
+		"Lambda: `scripts/bench/lambdabench` runs the real bootstrap (`functions/gateway`, built like the deploy build: CGO_ENABLED=0, -tags lambda.norpc, -trimpath, -ldflags='-s -w', for this machine's architecture) under pkg/lambdaemu's Runtime API emulator, with its config in an in-process SSM server (pkg/ssmconfig/ssmtest: one route `bench` to an `openai`-kind provider at the mock, one team with the sample events' key) and its table in dynalite behind the counting proxy; the floor is `scripts/bench/lambdahello`, a hello-world lambdaurl binary built the same way. Init is exec -> the function's first GET /invocation/next (the emulator's OnNext hook), each binary started N times, interleaved, on a fresh emulator. Then on warm processes, invocations at concurrency 1, interleaved (the events/ chat events, non-streaming and streaming, and hello): the time after the last byte is the client's last body read with data -> the function's next GET /invocation/next, i.e. the handler returned (what Lambda bills after the response is complete; the gateway writes the usage record there, one PutItem). DynamoDB calls are the counting proxy's counts over the measured window (with a pause before and after), split by the item's key kind by lambdabench's own pass-through proxy; SSM calls are the fake server's. A second warm window does the same on a route whose mock answers after 1.2 s, longer than the breaker's and the retry budget's flush intervals (1 s): on Lambda an instance serves one request at a time and model calls last seconds; a target that only succeeds is quiet (docs/state-model.md, Quiet targets: one breaker flush per 30 s, one retry-budget flush per 5 min) instead of costing one flush per request. Loopback: a real DynamoDB PutItem is a few ms more, and Lambda's own init and CPU share differ.",
 	} {
 		r.p("- %s", s)
 	}
