@@ -16,6 +16,9 @@ import "time"
 type ModerationSettings struct {
 	// Policies by name; routes and teams refer to them.
 	Policies map[string]*ModerationPolicy `json:"policies,omitempty"`
+	// GuardrailPrices price Bedrock guardrail text units (defaults:
+	// Bedrock's list prices, see GuardrailPrices).
+	GuardrailPrices GuardrailPrices `json:"guardrail_prices,omitempty"`
 }
 
 // ModerationPolicy is one moderation policy: which layers run, and what an
@@ -31,9 +34,22 @@ type ModerationPolicy struct {
 	// Check is layer two: a chat model asked for a verdict; it runs only
 	// when layer one passed.
 	Check *ModerationCheck `json:"check,omitempty"`
+	// Guardrail is a Bedrock guardrail (ApplyGuardrail); it runs after
+	// the layers above passed.
+	Guardrail *ModerationGuardrail `json:"guardrail,omitempty"`
 	// Output moderates the answer too: it is held until complete, checked,
-	// and only then sent (streamed answers included).
+	// and only then sent (streamed answers included) - or, with
+	// OutputWindow, checked and released window by window.
 	Output bool `json:"output,omitempty"`
+	// OutputWindow, when set, checks the answer in windows of this many
+	// characters of text instead of holding it whole: at most this many
+	// characters (plus the rest of the event that crosses the mark) are
+	// held back before they are checked and released, each window checked
+	// with the ModerationWindowOverlap characters before it. A violation
+	// ends the answer where it is, with an error in the client's format.
+	// Default: DefaultGuardrailWindow for a policy with a guardrail, else
+	// 0 (the whole answer is held).
+	OutputWindow int `json:"output_window,omitempty"`
 	// MaxOutputBytes bounds a held answer (default 1 MiB); a longer one is
 	// a moderation error (blocked in fail_closed, released in fail_open).
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
@@ -122,8 +138,19 @@ func (c *Config) prepareModeration() error {
 		if err := oneOf(at.Key("mode"), "mode", p.Mode, ModerationOff, ModerationFailOpen, ModerationFailClosed); err != nil {
 			return err
 		}
-		if p.Endpoint == nil && p.Check == nil && p.Mode != ModerationOff {
-			return errAt(at, "policy %s has neither an endpoint nor a check", name)
+		if p.Endpoint == nil && p.Check == nil && p.Guardrail == nil && p.Mode != ModerationOff {
+			return errAt(at, "policy %s has neither an endpoint, a check nor a guardrail", name)
+		}
+		if g := p.Guardrail; g != nil {
+			if err := prepareGuardrail(at.Key("guardrail"), g); err != nil {
+				return err
+			}
+			if p.OutputWindow == 0 {
+				p.OutputWindow = DefaultGuardrailWindow
+			}
+		}
+		if p.OutputWindow < 0 || p.OutputWindow > maxModerationWindow {
+			return errAt(at.Key("output_window"), "%d is not between 0 (hold the whole answer) and %d characters", p.OutputWindow, maxModerationWindow)
 		}
 		if p.MaxOutputBytes == 0 {
 			p.MaxOutputBytes = DefaultModerationHold

@@ -22,7 +22,7 @@ func TestServingSettingsErrors(t *testing.T) {
 		{"entry size", "cache: {max_entry_bytes: 10}\n", "cache.max_entry_bytes: 10 is not between 1024 and 389120"},
 		{"route cache ttl", "routes: {m: {cache: {enabled: true, ttl: 1000h}, targets: [{provider: a}]}, check: {targets: [{provider: oai, model: x}]}}\n", "routes.m.cache.ttl: 1000h0m0s is not between"},
 		{"mode", "moderation: {policies: {p: {mode: strict, check: {route: check, prompt: x}}}}\n", `moderation.policies.p.mode: unknown mode "strict"`},
-		{"no layer", "moderation: {policies: {p: {mode: fail_closed}}}\n", "moderation.policies.p: policy p has neither an endpoint nor a check"},
+		{"no layer", "moderation: {policies: {p: {mode: fail_closed}}}\n", "moderation.policies.p: policy p has neither an endpoint, a check nor a guardrail"},
 		{"endpoint provider", "moderation: {policies: {p: {endpoint: {provider: nope}}}}\n", `moderation.policies.p.endpoint.provider: unknown provider "nope"`},
 		{"endpoint kind", "moderation: {policies: {p: {endpoint: {provider: a}}}}\n", "provider a is kind fake; a moderation endpoint is an OpenAI-compatible (kind openai) provider"},
 		{"check route", "moderation: {policies: {p: {check: {route: chek, prompt: x}}}}\n", `moderation.policies.p.check.route: unknown route "chek", did you mean "check"?`},
@@ -30,6 +30,12 @@ func TestServingSettingsErrors(t *testing.T) {
 		{"check timeout", "moderation: {policies: {p: {check: {route: check, prompt: x, timeout: 2m}}}}\n", "moderation.policies.p.check.timeout: 2m0s is not between 1ms and 1m0s"},
 		{"route policy", "routes: {m: {moderation: kid, targets: [{provider: a}]}, check: {targets: [{provider: oai, model: x}]}}\n", `routes.m.moderation: unknown moderation policy "kid"`},
 		{"team policy", "teams: {t: {moderation: kid}}\n", `teams.t.moderation: unknown moderation policy "kid"`},
+		{"guardrail id", "moderation: {policies: {p: {guardrail: {id: gr-1, version: \"1\"}}}}\n", `moderation.policies.p.guardrail.id: "gr-1" is not a guardrail id`},
+		{"guardrail version", "moderation: {policies: {p: {guardrail: {id: abc123, version: latest}}}}\n", `moderation.policies.p.guardrail.version: "latest" is not a guardrail version`},
+		{"guardrail region", "moderation: {policies: {p: {guardrail: {id: abc123, version: DRAFT, region: mars}}}}\n", `moderation.policies.p.guardrail.region: "mars" is not an AWS region`},
+		{"guardrail endpoint", "moderation: {policies: {p: {guardrail: {id: abc123, version: DRAFT, endpoint: \"ftp://x\"}}}}\n", `moderation.policies.p.guardrail.endpoint: "ftp://x" is not an http(s) URL`},
+		{"guardrail timeout", "moderation: {policies: {p: {guardrail: {id: abc123, version: DRAFT, timeout: 2m}}}}\n", "moderation.policies.p.guardrail.timeout: 2m0s is not between 1ms and 1m0s"},
+		{"output window", "moderation: {policies: {p: {output_window: -1, guardrail: {id: abc123, version: DRAFT}}}}\n", "moderation.policies.p.output_window: -1 is not between 0"},
 	} {
 		base := servingBase
 		if strings.HasPrefix(c.in, "routes:") {
@@ -39,6 +45,37 @@ func TestServingSettingsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v\nwant %s", c.name, err, c.want)
 		}
+	}
+}
+
+// A guardrail layer takes its defaults (timeout, the output window) and
+// the stack reads its identifiers (GuardrailIDs); prices default to
+// Bedrock's list prices, each overridable.
+func TestGuardrailPolicyDefaults(t *testing.T) {
+	c, err := Parse([]byte(servingBase + `
+moderation:
+  guardrail_prices: {content: 0.2}
+  policies:
+    aws: {guardrail: {id: abc123, version: "2"}, output: true}
+    arn: {guardrail: {id: "arn:aws:bedrock:eu-west-1:123456789012:guardrail/xyz789", version: DRAFT}, output_window: 50}
+    whole: {endpoint: {provider: oai}, output: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Moderation.Policies
+	if g := p["aws"].Guardrail; g.Timeout.D() != DefaultGuardrailTimeout || p["aws"].OutputWindow != DefaultGuardrailWindow {
+		t.Errorf("guardrail defaults: %+v window %d", g, p["aws"].OutputWindow)
+	}
+	if p["arn"].OutputWindow != 50 || p["whole"].OutputWindow != 0 {
+		t.Errorf("windows: arn %d, whole %d", p["arn"].OutputWindow, p["whole"].OutputWindow)
+	}
+	if got := c.GuardrailIDs(); len(got) != 2 || got[0] != "arn:aws:bedrock:eu-west-1:123456789012:guardrail/xyz789" || got[1] != "abc123" {
+		t.Errorf("GuardrailIDs %v", got)
+	}
+	pr := c.Moderation.GuardrailPrices.Prices()
+	if pr.Content != 0.2 || pr.Topic != DefaultGuardrailTopicPrice || pr.SensitiveInformation != DefaultGuardrailSensitiveInformationPrice {
+		t.Errorf("prices %+v", pr)
 	}
 }
 

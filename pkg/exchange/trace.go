@@ -25,6 +25,20 @@ type Attempt struct {
 	// moderation check), priced into the request's cost.
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`
+	// Decision is a moderation layer's outcome on its call: allow, block,
+	// error_allowed (fail_open) or error_blocked (fail_closed); Reason is
+	// why (the category violated, or the error), never the text.
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// TextUnits are the text units a guardrail call was billed for (every
+	// policy's); CostUSD is a stage call's own price (guardrail text
+	// units at the configured prices), added to the request's cost.
+	TextUnits int     `json:"text_units,omitempty"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	// Calls counts the calls this attempt stands for when output
+	// moderation checked the answer window by window (one attempt per
+	// layer and outcome, its latency, units and cost summed); 0 means 1.
+	Calls int `json:"calls,omitempty"`
 }
 
 // Stages that make calls of their own, recorded as attempts.

@@ -30,11 +30,16 @@ func outputPolicies(cfg *config.Config, req *exchange.Request) []string {
 
 // Output implements stage.Moderation: the whole answer is read (at most
 // the smallest max_output_bytes of the policies), its text checked under
-// every policy with output: true, and only then released.
+// every policy with output: true, and only then released - or, when every
+// such policy has an output_window, checked and released window by window
+// (windowed).
 func (m *Moderator) Output(ctx context.Context, env stage.ModerationEnv, req *exchange.Request, src stage.Source, dec stage.Decoder) (stage.Source, error) {
 	names := outputPolicies(env.Config, req)
 	if len(names) == 0 {
 		return src, nil
+	}
+	if window := windowFor(env.Config, names); window > 0 {
+		return m.newWindowed(ctx, env, req, names, window, src, dec)
 	}
 	limit := 0
 	for _, n := range names {

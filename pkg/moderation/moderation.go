@@ -13,7 +13,12 @@
 // (whitespace and a ```json fence around it are tolerated, other members
 // ignored; anything else is a malformed verdict).
 //
-// A violation in either layer blocks: content_policy, code
+// Layer three, which runs when the layers before it passed, is a Bedrock
+// guardrail (guardrail.go): the text goes to ApplyGuardrail with source
+// INPUT or OUTPUT, and GUARDRAIL_INTERVENED blocks. Its text units are
+// priced (moderation.guardrail_prices) into the request's cost.
+//
+// A violation in any layer blocks: content_policy, code
 // content_policy_violation. An error, a timeout or a malformed answer of a
 // layer blocks under fail_closed (unavailable, code moderation_unavailable)
 // and lets the request through under fail_open, after at most the layer's
@@ -31,7 +36,13 @@
 // refusal is a plain error response, nothing of the answer is sent): the
 // simple, correct choice, at the price of the stream's first token arriving
 // when the answer is complete. An answer larger than max_output_bytes is a
-// moderation error.
+// moderation error. A policy with output_window (a guardrail policy's
+// default: 900 characters) checks the answer window by window instead
+// (window.go): at most a window of text is held back, and a violation
+// ends the answer where it is with an error in the client's format.
+//
+// Every layer's decision and reason is also recorded on its call's
+// attempt (exchange.Attempt Decision and Reason) in the usage record.
 package moderation
 
 import (
@@ -57,6 +68,12 @@ type Moderator struct {
 	Logger *slog.Logger
 	// Now is the clock of latencies (nil: time.Now).
 	Now func() time.Time
+	// Guardrails returns the Bedrock client a guardrail layer calls (nil:
+	// NewGuardrailClient's, one per region and endpoint, built on first
+	// use and kept).
+	Guardrails func(ctx context.Context, g *config.ModerationGuardrail) (GuardrailAPI, error)
+
+	clientCache
 }
 
 var _ stage.Moderation = (*Moderator)(nil)
@@ -129,11 +146,16 @@ func (m *Moderator) run(ctx context.Context, env stage.ModerationEnv, req *excha
 	if k := p.Check; k != nil {
 		layers = append(layers, layer{layerCheck, func() (verdict, error) { return m.check(ctx, env, req, k, text, stageName) }})
 	}
+	if g := p.Guardrail; g != nil {
+		layers = append(layers, layer{layerGuardrail, func() (verdict, error) {
+			return m.guardrail(ctx, envConfig{env.Config}, req, g, text, stageName)
+		}})
+	}
 	if strings.TrimSpace(text) == "" {
 		return nil // nothing to moderate (images and files are not)
 	}
 	for _, l := range layers {
-		start := m.now()
+		start, calls := m.now(), len(req.Trace.Attempts)
 		v, err := l.call()
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), gwerr.ErrDeadline) {
 			return gwerr.ErrClientGone
@@ -155,6 +177,15 @@ func (m *Moderator) run(ctx context.Context, env stage.ModerationEnv, req *excha
 			attrs, level = append(attrs, slog.String("error", err.Error())), slog.LevelWarn
 		}
 		m.log().LogAttrs(ctx, level, "moderation", attrs...)
+		if n := len(req.Trace.Attempts); n > calls {
+			// The decision and its reason go on the usage record with
+			// the layer's (last) call.
+			a := &req.Trace.Attempts[n-1]
+			a.Decision, a.Reason = outcome, v.category
+			if err != nil {
+				a.Reason = err.Error()
+			}
+		}
 		switch outcome {
 		case "block":
 			what := "request"

@@ -15,7 +15,8 @@ const perMillion = 1e6
 // [TokenCost]); its signature is server.Options.Cost. It is the cost of the
 // serving target's tokens plus that of the stage calls recorded as
 // attempts with tokens (a chat-based moderation check, priced at its own
-// target). A record without a serving target (a cache hit, a refusal)
+// target) and the stage calls' own prices (Attempt.CostUSD: guardrail text
+// units). A record without a serving target (a cache hit, a refusal)
 // costs only its stage calls; an unpriced target costs 0.
 func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 	if cfg == nil || rec == nil {
@@ -32,6 +33,9 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 		}
 	}
 	for _, a := range rec.Attempts {
+		if a.Stage != "" {
+			total += max(a.CostUSD, 0)
+		}
 		if a.Stage == "" || a.InputTokens+a.OutputTokens == 0 {
 			continue
 		}

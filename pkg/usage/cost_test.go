@@ -91,3 +91,17 @@ func TestEstimateCostAndNano(t *testing.T) {
 		t.Fatal("nano-dollar conversion")
 	}
 }
+
+// A stage call's own price (a guardrail's text units, Attempt.CostUSD) is
+// part of the request's cost; a generation attempt's is not read.
+func TestCostAddsStageCallPrices(t *testing.T) {
+	cfg := &config.Config{}
+	rec := &exchange.Record{Attempts: []exchange.Attempt{
+		{Target: "bedrock-guardrail/abc:1", Stage: exchange.StageModerationInput, CostUSD: 0.002},
+		{Target: "bedrock-guardrail/abc:1", Stage: exchange.StageModerationOutput, CostUSD: 0.003, Calls: 3},
+		{Target: "p/m", CostUSD: 7},
+	}}
+	if got := usage.Cost(cfg, rec); got < 0.004999 || got > 0.005001 {
+		t.Fatalf("cost %v, want 0.005", got)
+	}
+}
