@@ -11,12 +11,13 @@ import (
 // The environment the gateway reads, named here for its help (the names
 // are read in lambda.go and store.go).
 const (
-	envLambdaRuntime = "AWS_LAMBDA_RUNTIME_API"
-	envConfigPath    = deployment.EnvConfigPath
-	envConfigFile    = deployment.EnvConfigFile
-	envConfigRefresh = deployment.EnvConfigRefresh
-	envStage         = deployment.EnvStage
-	envTable         = deployment.EnvTable
+	envLambdaRuntime       = "AWS_LAMBDA_RUNTIME_API"
+	envConfigPath          = deployment.EnvConfigPath
+	envConfigFile          = deployment.EnvConfigFile
+	envConfigRefresh       = deployment.EnvConfigRefresh
+	envStage               = deployment.EnvStage
+	envFunctionURLAuthType = deployment.EnvFunctionURLAuthType
+	envTable               = deployment.EnvTable
 )
 
 // GatewayHelp is the -h of functions/gateway.
@@ -50,6 +51,7 @@ LLMGW_CONFIG_REFRESH) or from LLMGW_CONFIG_FILE; state from DynamoDB
 		{Name: envConfigFile, About: "Lambda: a config file instead of SSM (tests, scripts/lambdainvoke); neither: the demo config"},
 		{Name: envConfigRefresh, About: "Lambda: how old the SSM config may get before it is reloaded (default 15s)"},
 		{Name: envStage, About: "Lambda: the Stage dimension of the CloudWatch (EMF) metrics"},
+		{Name: envFunctionURLAuthType, About: "Lambda: the Function URL's auth type, NONE (team keys) or AWS_IAM (the verified caller,\nmapped to a team by iam_callers); set by the stack"},
 		{Name: envTable, About: "Lambda: the DynamoDB table of breaker, key and usage state (unset: this instance's memory);\nlocally, the table of -store dynamodb when -table is empty"},
 		{Name: "provider keys", About: "the variables the config names in providers.*.keys ({env: OPENAI_API_KEY}); keys are never in the config"},
 		{Name: "AWS_REGION, AWS_ENDPOINT_URL_*, credentials", About: "the AWS SDK's usual environment, for DynamoDB, SSM and Bedrock"},

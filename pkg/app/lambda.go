@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/deployment"
+	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
 	"github.com/llmgw/llmgw/pkg/store"
@@ -38,6 +40,9 @@ type LambdaEnv struct {
 	Stage      string        // deployment.EnvStage: the Stage metric dimension
 	Table      string        // deployment.EnvTable: the DynamoDB table
 	UsageQueue string        // deployment.EnvUsageQueue: the SQS queue URL of the usage spill
+	// IAMAuth is deployment.EnvFunctionURLAuthType = AWS_IAM: the caller
+	// Lambda verified is trusted and mapped to a team (iam_callers).
+	IAMAuth bool
 }
 
 // LambdaEnvFromOS reads LambdaEnv from the process environment.
@@ -49,6 +54,7 @@ func LambdaEnvFrom(getenv func(string) string) (LambdaEnv, error) {
 		ConfigPath: getenv(deployment.EnvConfigPath), ConfigFile: getenv(deployment.EnvConfigFile),
 		Stage: getenv(deployment.EnvStage), Table: getenv(deployment.EnvTable), Refresh: deployment.DefaultConfigRefresh,
 		UsageQueue: getenv(deployment.EnvUsageQueue),
+		IAMAuth:    getenv(deployment.EnvFunctionURLAuthType) == deployment.FunctionURLAuthIAM,
 	}
 	if v := getenv(deployment.EnvConfigRefresh); v != "" {
 		d, err := time.ParseDuration(v)
@@ -61,7 +67,9 @@ func LambdaEnvFrom(getenv func(string) string) (LambdaEnv, error) {
 }
 
 // RunLambda serves the gateway through lambdaurl: a Function URL with
-// InvokeMode RESPONSE_STREAM, so every write streams to the client.
+// InvokeMode RESPONSE_STREAM, so every write streams to the client; with
+// auth type AWS_IAM, the caller Lambda verified is read from each event
+// (Invoke).
 func RunLambda(ctx context.Context, log *slog.Logger) error {
 	env, err := LambdaEnvFromOS()
 	if err != nil {
@@ -74,8 +82,15 @@ func RunLambda(ctx context.Context, log *slog.Logger) error {
 	// WithEnableSIGTERM registers an internal extension, so the runtime
 	// sends SIGTERM (with lambdaShutdownTimeout to spare) before it shuts
 	// the instance down.
-	lambdaurl.Start(lg, lambda.WithEnableSIGTERM(lg.OnSIGTERM))
+	lambda.StartHandlerFunc(lg.Invoke(env), lambda.WithEnableSIGTERM(lg.OnSIGTERM))
 	return nil
+}
+
+// Invoke is the Lambda handler of the gateway's Function URL events
+// (iamcaller.Handler over lambdaurl): with env.IAMAuth, the caller Lambda
+// verified is put in each request's context for the authenticator.
+func (l *LambdaGateway) Invoke(env LambdaEnv) func(context.Context, json.RawMessage) (*events.LambdaFunctionURLStreamingResponse, error) {
+	return iamcaller.Handler(l, env.IAMAuth)
 }
 
 // LambdaGateway is the gateway as Lambda runs it: the handler lambdaurl

@@ -15,7 +15,7 @@ import (
 func TestLambdaEnvReadsExactlyTheContract(t *testing.T) {
 	vals := map[string]string{
 		deployment.EnvTable: "t", deployment.EnvConfigPath: "/p/", deployment.EnvConfigRefresh: "3s", deployment.EnvStage: "s",
-		deployment.EnvUsageQueue: "https://sqs/q",
+		deployment.EnvUsageQueue: "https://sqs/q", deployment.EnvFunctionURLAuthType: "AWS_IAM",
 	}
 	var read []string
 	e, err := LambdaEnvFrom(func(k string) string { read = append(read, k); return vals[k] })
@@ -28,7 +28,7 @@ func TestLambdaEnvReadsExactlyTheContract(t *testing.T) {
 	if !slices.Equal(slices.Compact(read), want) {
 		t.Errorf("the gateway reads %v; the contract is %v", read, want)
 	}
-	if e != (LambdaEnv{ConfigPath: "/p/", Refresh: 3 * time.Second, Stage: "s", Table: "t", UsageQueue: "https://sqs/q"}) {
+	if e != (LambdaEnv{ConfigPath: "/p/", Refresh: 3 * time.Second, Stage: "s", Table: "t", UsageQueue: "https://sqs/q", IAMAuth: true}) {
 		t.Errorf("env = %+v", e)
 	}
 	e, _ = LambdaEnvFrom(func(string) string { return "" })

@@ -24,9 +24,12 @@ type Config struct {
 	Providers map[string]*Provider `json:"providers"`
 	Routes    map[string]*Route    `json:"routes"`
 
-	Teams  map[string]*Team `json:"teams,omitempty"`
-	Prices map[string]Price `json:"prices,omitempty"`
-	Usage  UsageSettings    `json:"usage,omitempty"`
+	Teams map[string]*Team `json:"teams,omitempty"`
+	// IAMCallers map AWS IAM callers to teams (Function URL auth type
+	// AWS_IAM).
+	IAMCallers []IAMCaller      `json:"iam_callers,omitempty"`
+	Prices     map[string]Price `json:"prices,omitempty"`
+	Usage      UsageSettings    `json:"usage,omitempty"`
 
 	// Cache tunes the response cache (off unless a route or team enables it).
 	Cache CacheSettings `json:"cache,omitempty"`

@@ -381,5 +381,8 @@ func (c *Config) prepare() error {
 	if err := c.prepareTeams(); err != nil {
 		return err
 	}
+	if err := c.prepareIAMCallers(); err != nil {
+		return err
+	}
 	return c.prepareServing()
 }

@@ -28,6 +28,12 @@ const (
 	// the table did not take: the gateway sends to it, the rollup drains
 	// it into the table before every run.
 	EnvUsageQueue = "LLMGW_USAGE_QUEUE"
+	// EnvFunctionURLAuthType is the auth type of the gateway's Function
+	// URL, NONE or AWS_IAM. With AWS_IAM the gateway trusts the caller
+	// Lambda verified (the event's requestContext.authorizer.iam) and maps
+	// it to a team by the config's iam_callers; otherwise it never reads
+	// that context.
+	EnvFunctionURLAuthType = "LLMGW_FUNCTION_URL_AUTH_TYPE"
 	// EnvConfigFile is a config file read instead of SSM: local runs and
 	// tests only, never set by the stack.
 	EnvConfigFile = "LLMGW_CONFIG_FILE"
@@ -40,8 +46,12 @@ const (
 // which are the ones it reads on Lambda (besides [EnvConfigFile], a local
 // override).
 func GatewayEnv() []string {
-	return []string{EnvTable, EnvConfigPath, EnvConfigRefresh, EnvStage, EnvUsageQueue}
+	return []string{EnvTable, EnvConfigPath, EnvConfigRefresh, EnvStage, EnvUsageQueue, EnvFunctionURLAuthType}
 }
+
+// FunctionURLAuthIAM is the EnvFunctionURLAuthType value of a Function URL
+// that verifies SigV4-signed callers.
+const FunctionURLAuthIAM = "AWS_IAM"
 
 // RollupEnv returns the variables the stack sets on the rollup function,
 // which are the ones it reads on Lambda (besides [EnvConfigFile]).

@@ -43,15 +43,18 @@
 package teams
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/teamkey"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
@@ -139,6 +142,9 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 // (authentication, 401).
 func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
 	cfg := a.config()
+	if id, ok := iamcaller.FromContext(r.Context()); ok {
+		return a.iamCaller(r, cfg, id)
+	}
 	if len(cfg.Teams) == 0 && a.AnonymousWithoutTeams {
 		return &exchange.Caller{}, nil
 	}
@@ -164,6 +170,28 @@ func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) 
 		return a.refuse(r, "disabled team", e.team, e.id)
 	}
 	return &exchange.Caller{Team: e.team, KeyID: e.id, Admin: t.Admin, Routes: slices.Clone(t.Routes)}, nil
+}
+
+// iamCaller identifies a caller Lambda verified (Function URL auth type
+// AWS_IAM, iamcaller.FromContext) by the config's iam_callers: the first
+// matching rule's team, recorded with key id "iam:<rule index>". An
+// unmapped principal is refused with 403 (permission); a disabled team
+// with the usual 401. Keys are not read: the signature is the credential.
+func (a *Authenticator) iamCaller(r *http.Request, cfg *config.Config, id iamcaller.Identity) (*exchange.Caller, error) {
+	team, rule, ok := cfg.IAMTeam(id.UserARN, id.AccountID, id.PrincipalOrgID)
+	if !ok {
+		a.log.LogAttrs(r.Context(), slog.LevelInfo, "authentication refused", slog.String("reason", "unmapped IAM principal"),
+			slog.String("principal", fmt.Sprintf("%.256s", id.UserARN)), slog.String("account", fmt.Sprintf("%.16s", id.AccountID)),
+			slog.String("org_id", fmt.Sprintf("%.40s", id.PrincipalOrgID)), slog.String("path", r.URL.Path))
+		return nil, gwerr.New(gwerr.Permission, "the IAM principal %.256s is not mapped to a team; add it to iam_callers in the gateway config",
+			id.UserARN).WithCode("iam_principal_not_mapped")
+	}
+	keyID := "iam:" + strconv.Itoa(rule)
+	t := cfg.Teams[team]
+	if t == nil || t.Disabled {
+		return a.refuse(r, "disabled team", team, keyID)
+	}
+	return &exchange.Caller{Team: team, KeyID: keyID, Admin: t.Admin, Routes: slices.Clone(t.Routes)}, nil
 }
 
 func (a *Authenticator) refuse(r *http.Request, reason, team, keyID string) (*exchange.Caller, error) {
