@@ -47,6 +47,9 @@ func TestDeploymentContract(t *testing.T) {
 				deployment.EnvConfigRefresh: s.ConfigRefresh,
 				deployment.EnvStage:         s.Stage,
 				deployment.EnvUsageQueue:    map[string]interface{}{"Ref": f.logicalID(f.g.UsageQueue)},
+				// The gateway trusts the request context's caller only
+				// when this says AWS_IAM.
+				deployment.EnvFunctionURLAuthType: s.FunctionURLAuthType,
 			}
 			for _, k := range got {
 				if !reflect.DeepEqual(vars[k], values[k]) {

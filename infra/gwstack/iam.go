@@ -9,23 +9,24 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// gatewayTableActions are the item-level DynamoDB actions the gateway needs
-// (keys, budgets, usage records, breaker state). No Scan, no table
-// management.
+// gatewayTableActions are the item-level DynamoDB actions the gateway
+// calls (pkg/store/dynamo on Lambda: GetItem, conditional PutItem and
+// UpdateItem, Query) on keys, budgets, usage records and breaker state. No
+// DeleteItem, no batch writes, no Scan, no table management: no code path
+// on Lambda calls them (store.Store's Delete has no caller outside tests;
+// DescribeTable and CreateTable are local mode's EnsureTable). A new call
+// needs its action here, and TestIAMTableActionsAreWhatTheStoreCalls
+// updated.
 var gatewayTableActions = []string{
 	"dynamodb:GetItem",
-	"dynamodb:BatchGetItem",
 	"dynamodb:Query",
 	"dynamodb:PutItem",
 	"dynamodb:UpdateItem",
-	"dynamodb:DeleteItem",
-	"dynamodb:BatchWriteItem",
-	"dynamodb:ConditionCheckItem",
 }
 
-// rollupTableActions add Scan for the rollup, a batch job that may walk the
-// whole table.
-var rollupTableActions = append(append([]string{}, gatewayTableActions...), "dynamodb:Scan")
+// rollupTableActions are the rollup's: the same store calls (it reads
+// records by Query, one team and day at a time; it never scans).
+var rollupTableActions = gatewayTableActions
 
 // ssmReadActions read parameters by name and by path.
 var ssmReadActions = []string{
@@ -129,16 +130,34 @@ func (g *Gateway) bedrockARN(region, account, resource string) *string {
 	})
 }
 
-// grantBedrock allows Converse/ConverseStream in the Bedrock regions:
-//   - foundation models invoked directly in those regions;
-//   - system-defined and application inference profiles of this account in
-//     those regions;
-//   - foundation models in any region, but only when reached through one of
-//     those inference profiles: a cross-region profile such as
-//     "us.anthropic..." routes each request to one of several regions, and
-//     Bedrock checks the foundation-model permission in the destination.
+// grantBedrock allows Converse/ConverseStream (InvokeModel and
+// InvokeModelWithResponseStream). When the seed config names every model
+// its Bedrock targets call (BedrockModels) and the bedrockModels context
+// setting is not "*", the grant is exactly those models (plus the
+// context's), each in its provider's region:
+//   - a model id X: foundation-model/X and this account's
+//     inference-profile/X (an id is one or the other);
+//   - a system inference profile (geo.vendor.model, e.g. us.anthropic...):
+//     also foundation-model/vendor.model in any region, but only when
+//     reached through that profile (bedrock:InferenceProfileArn), since a
+//     cross-region profile routes each request to one of several regions
+//     and Bedrock checks the foundation-model permission there;
+//   - an ARN: itself; an (application) inference profile ARN also grants
+//     the foundation models reached through it.
+//
+// Otherwise (a Bedrock target without a model, or "*") it is every
+// foundation model and this account's inference profiles in the Bedrock
+// regions, and foundation models in any region through those profiles.
 func (g *Gateway) grantBedrock(role awsiam.IRole) {
 	if len(g.bedrockRegions) == 0 {
+		return
+	}
+	if direct, viaProfile, profiles, ok := g.bedrockModelResources(); ok {
+		g.addStatement(role, "InvokeBedrockModels", bedrockInvokeActions, direct, nil)
+		if len(viaProfile) > 0 {
+			g.addStatement(role, "InvokeBedrockModelsViaInferenceProfiles", bedrockInvokeActions, viaProfile,
+				map[string]interface{}{"ArnLike": map[string]interface{}{"bedrock:InferenceProfileArn": profiles}})
+		}
 		return
 	}
 	account := *g.Stack.Account()
@@ -159,6 +178,113 @@ func (g *Gateway) grantBedrock(role awsiam.IRole) {
 		map[string]interface{}{
 			"ArnLike": map[string]interface{}{"bedrock:InferenceProfileArn": viaProfile},
 		})
+}
+
+// bedrockModelResources returns the narrow grant of grantBedrock: the
+// models (and profiles) invoked directly, the foundation models reached
+// through profiles and those profiles; ok is false when the wide grant
+// applies.
+func (g *Gateway) bedrockModelResources() (direct, viaProfile []*string, profiles []interface{}, ok bool) {
+	models := append([]BedrockModel(nil), g.bedrockModels...)
+	for _, id := range g.Settings.BedrockModels {
+		if id == "*" {
+			return nil, nil, nil, false
+		}
+		for _, r := range g.bedrockRegions {
+			models = append(models, BedrockModel{Region: r, ID: id})
+		}
+	}
+	if !g.bedrockModelsComplete || len(models) == 0 {
+		return nil, nil, nil, false
+	}
+	account := *g.Stack.Account()
+	seen := map[string]bool{}
+	add := func(list *[]*string, arn *string) {
+		if !seen[*arn] {
+			seen[*arn] = true
+			*list = append(*list, arn)
+		}
+	}
+	for _, m := range models {
+		region := m.Region
+		if region == "" {
+			region = *g.Stack.Region()
+		}
+		switch {
+		case strings.HasPrefix(m.ID, "arn:"):
+			add(&direct, jsii.String(m.ID))
+			if i := strings.Index(m.ID, ":inference-profile/"); i >= 0 {
+				profiles = append(profiles, m.ID)
+				if fm := profileModel(m.ID[i+len(":inference-profile/"):]); fm != "" {
+					add(&viaProfile, g.bedrockNamed("*", "", "foundation-model", fm))
+				}
+			} else if strings.Contains(m.ID, ":application-inference-profile/") {
+				profiles = append(profiles, m.ID)
+				add(&viaProfile, g.bedrockNamed("*", "", "foundation-model", "*"))
+			}
+		default:
+			add(&direct, g.bedrockNamed(region, "", "foundation-model", m.ID))
+			profile := g.bedrockNamed(region, account, "inference-profile", m.ID)
+			add(&direct, profile)
+			if fm := profileModel(m.ID); fm != "" {
+				profiles = append(profiles, *profile)
+				add(&viaProfile, g.bedrockNamed("*", "", "foundation-model", fm))
+			}
+		}
+	}
+	return direct, viaProfile, profiles, true
+}
+
+// profileModel returns the foundation model of a system inference profile
+// id (geo.vendor.model: two dots or more), else "".
+func profileModel(id string) string {
+	geo, rest, ok := strings.Cut(id, ".")
+	if !ok || geo == "" || !strings.Contains(rest, ".") {
+		return ""
+	}
+	return rest
+}
+
+// bedrockNamed formats the ARN of one Bedrock resource.
+func (g *Gateway) bedrockNamed(region, account, resource, name string) *string {
+	return g.Stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("bedrock"),
+		Region:       jsii.String(region),
+		Account:      jsii.String(account),
+		Resource:     jsii.String(resource),
+		ResourceName: jsii.String(name),
+		ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+	})
+}
+
+// grantGuardrails allows bedrock:ApplyGuardrail on exactly the guardrails
+// the seed config's moderation policies apply (Guardrails) and those of
+// the guardrailIds context setting: an ARN as it is, an id in its policy's
+// region (else the stack region). No guardrail, no statement.
+func (g *Gateway) grantGuardrails(role awsiam.IRole) {
+	gs := append([]Guardrail(nil), g.guardrails...)
+	for _, id := range g.Settings.GuardrailIDs {
+		gs = append(gs, Guardrail{ID: id})
+	}
+	seen := map[string]bool{}
+	var arns []*string
+	for _, gr := range gs {
+		arn := gr.ID
+		if !strings.HasPrefix(arn, "arn:") {
+			region := gr.Region
+			if region == "" {
+				region = *g.Stack.Region()
+			}
+			arn = *g.bedrockNamed(region, *g.Stack.Account(), "guardrail", gr.ID)
+		}
+		if !seen[arn] {
+			seen[arn] = true
+			arns = append(arns, jsii.String(arn))
+		}
+	}
+	if len(arns) > 0 {
+		g.addStatement(role, "ApplyBedrockGuardrails", []string{"bedrock:ApplyGuardrail"}, arns, nil)
+	}
 }
 
 // mergeRegions returns the distinct Bedrock regions: the stack region (a

@@ -12,7 +12,7 @@ import (
 
 // lintedFixtures are the fixtures whose templates cfn-lint checks: every
 // stack shape the tests synthesize.
-var lintedFixtures = []string{"default", "prod", "pinned", "allatonce"}
+var lintedFixtures = []string{"default", "prod", "pinned", "allatonce", "guardrail"}
 
 // cfnLintFinding matches a line of `cfn-lint --format parseable`:
 // file:line:column:endline:endcolumn:rule:message.

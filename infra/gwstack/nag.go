@@ -90,6 +90,12 @@ func (g *Gateway) addNagSuppressions() {
 	suppressIAM5(g.gatewayRole,
 		"Cross-region and application inference profiles named in the gateway configuration: limited to this account and the configured Bedrock regions.",
 		profiles...)
+	// The narrow grant (the configured models): the foundation model of
+	// a configured cross-region profile, in any region, through it only.
+	suppressIAM5(g.gatewayRole,
+		"The foundation model behind a configured cross-region inference profile (e.g. us.anthropic...): the profile routes each request to one of several regions "+
+			"and Bedrock authorizes the model there; the statement applies only through the configured profiles (condition bedrock:InferenceProfileArn).",
+		&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):bedrock:\*::foundation-model\/[^*]+$/`)})
 	suppressIAM5(g.gatewayRole,
 		"A cross-region inference profile (e.g. us.anthropic.*) routes each request to a foundation model in another region and Bedrock authorizes the model there; "+
 			"this statement only applies through an inference profile of this account in the configured regions (condition bedrock:InferenceProfileArn).",

@@ -31,6 +31,8 @@ const (
 	CtxConfigRefresh              = "configRefresh"
 	CtxSeedConfigFile             = "seedConfigFile"
 	CtxBedrockRegions             = "bedrockRegions"
+	CtxBedrockModels              = "bedrockModels"
+	CtxGuardrailIDs               = "guardrailIds"
 	CtxAlarmTopicARN              = "alarmTopicArn"
 	CtxFallbackRateThreshold      = "fallbackRateThreshold"
 	CtxErrorRateThreshold         = "errorRateThreshold"
@@ -82,8 +84,10 @@ type Settings struct {
 	GatewayMemoryMB int
 	// GatewayTimeout is the gateway function timeout (streams can be long).
 	GatewayTimeout time.Duration
-	// GatewayReservedConcurrency caps (and reserves) gateway concurrency;
-	// nil means no reservation.
+	// GatewayReservedConcurrency caps (and reserves) gateway concurrency:
+	// the blast-radius limit of a public URL (default
+	// DefaultGatewayReservedConcurrency; the context value "none" means no
+	// reservation, 0 stops all traffic).
 	GatewayReservedConcurrency *int
 	// RollupMemoryMB is the rollup function memory size.
 	RollupMemoryMB int
@@ -101,6 +105,16 @@ type Settings struct {
 	// BedrockRegions are extra regions the gateway may call Bedrock in, on
 	// top of the stack region and the regions of the seed config.
 	BedrockRegions []string
+	// BedrockModels are extra model ids or ARNs the gateway may invoke
+	// (models that SSM overrides add), in every Bedrock region; "*" keeps
+	// the wide grant (every foundation model and inference profile of the
+	// Bedrock regions). Without it, the seed config's models are granted
+	// when it names all of them (see grantBedrock).
+	BedrockModels []string
+	// GuardrailIDs are extra guardrail ids (in the stack region) or ARNs
+	// the gateway may apply, on top of the seed config's moderation
+	// policies' guardrails.
+	GuardrailIDs []string
 	// AlarmTopicARN, when set, receives alarm and OK notifications.
 	AlarmTopicARN string
 	// FallbackRateThresholdPct alarms when more than this percentage of
@@ -130,25 +144,34 @@ type Settings struct {
 	LatencyThresholdMs int
 }
 
+// DefaultGatewayReservedConcurrency is the gateway's reserved concurrency
+// unless the gatewayReservedConcurrency context says otherwise: at most
+// 100 concurrent requests (and streams), a cap on what a leaked key or a
+// runaway client can spend at once, leaving the rest of a default account
+// limit (1,000) to other functions.
+const DefaultGatewayReservedConcurrency = 100
+
 // DefaultSettings returns the settings used when no context is given.
 func DefaultSettings() Settings {
+	reserved := DefaultGatewayReservedConcurrency
 	return Settings{
-		Stage:                    "dev",
-		AssetDir:                 "build/lambda",
-		RemovalPolicy:            RemovalRetain,
-		GatewayMemoryMB:          1024,
-		GatewayTimeout:           15 * time.Minute,
-		RollupMemoryMB:           512,
-		RollupTimeout:            5 * time.Minute,
-		FunctionURLAuthType:      AuthNone,
-		LogRetentionDays:         30,
-		ConfigRefresh:            deployment.DefaultConfigRefresh.String(),
-		FallbackRateThresholdPct: 20,
-		ErrorRateThresholdPct:    5,
-		AlarmMinRequests:         10,
-		Nag:                      true,
-		TrafficShifting:          TrafficCanary,
-		LatencyThresholdMs:       10000,
+		GatewayReservedConcurrency: &reserved,
+		Stage:                      "dev",
+		AssetDir:                   "build/lambda",
+		RemovalPolicy:              RemovalRetain,
+		GatewayMemoryMB:            1024,
+		GatewayTimeout:             15 * time.Minute,
+		RollupMemoryMB:             512,
+		RollupTimeout:              5 * time.Minute,
+		FunctionURLAuthType:        AuthNone,
+		LogRetentionDays:           30,
+		ConfigRefresh:              deployment.DefaultConfigRefresh.String(),
+		FallbackRateThresholdPct:   20,
+		ErrorRateThresholdPct:      5,
+		AlarmMinRequests:           10,
+		Nag:                        true,
+		TrafficShifting:            TrafficCanary,
+		LatencyThresholdMs:         10000,
 	}
 }
 
@@ -180,7 +203,9 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	s.RemovalPolicy = strings.ToLower(s.RemovalPolicy)
 	c.integer(CtxGatewayMemorySize, &s.GatewayMemoryMB)
 	c.duration(CtxGatewayTimeout, &s.GatewayTimeout)
-	if v, ok := c.raw(CtxGatewayReservedConcurrency); ok && v != "" {
+	if v, ok := c.raw(CtxGatewayReservedConcurrency); ok && strings.EqualFold(v, "none") {
+		s.GatewayReservedConcurrency = nil
+	} else if ok && v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			c.fail(CtxGatewayReservedConcurrency, v, "an integer")
@@ -200,6 +225,8 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	c.integer(CtxLogRetentionDays, &s.LogRetentionDays)
 	c.str(CtxConfigRefresh, &s.ConfigRefresh)
 	c.list(CtxBedrockRegions, &s.BedrockRegions)
+	c.list(CtxBedrockModels, &s.BedrockModels)
+	c.list(CtxGuardrailIDs, &s.GuardrailIDs)
 	c.str(CtxAlarmTopicARN, &s.AlarmTopicARN)
 	c.float(CtxFallbackRateThreshold, &s.FallbackRateThresholdPct)
 	c.float(CtxErrorRateThreshold, &s.ErrorRateThresholdPct)

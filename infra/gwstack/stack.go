@@ -83,6 +83,9 @@ type Gateway struct {
 	errorRateAlarm          awscloudwatch.Alarm
 	configChunks            []ConfigChunk
 	bedrockRegions          []string
+	bedrockModels           []BedrockModel // the seed config's Bedrock targets' models
+	bedrockModelsComplete   bool           // every Bedrock target names its model
+	guardrails              []Guardrail    // the seed config's guardrails
 	cors                    config.CORS
 }
 
@@ -104,6 +107,14 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		return nil, err
 	}
 	regions, err := BedrockRegions(rendered)
+	if err != nil {
+		return nil, err
+	}
+	models, modelsComplete, err := BedrockModels(rendered)
+	if err != nil {
+		return nil, err
+	}
+	guardrails, err := Guardrails(rendered)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +151,10 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		Settings:     s,
 		configChunks: chunks,
 		cors:         cors,
+
+		bedrockModels:         models,
+		bedrockModelsComplete: modelsComplete,
+		guardrails:            guardrails,
 	}
 	// The stack region is always granted (a token when the stack is
 	// environment-agnostic), plus the seed config's and context's regions.
@@ -278,6 +293,7 @@ func (g *Gateway) addGateway() {
 	g.grantConfigRead(role)
 	g.grantProviderKeys(role)
 	g.grantBedrock(role)
+	g.grantGuardrails(role)
 }
 
 // environment returns the values of the named variables (a function's
@@ -296,6 +312,8 @@ func (g *Gateway) environment(names []string) *map[string]*string {
 			env[n] = jsii.String(g.Settings.Stage)
 		case deployment.EnvUsageQueue:
 			env[n] = g.UsageQueue.QueueUrl()
+		case deployment.EnvFunctionURLAuthType:
+			env[n] = jsii.String(g.Settings.FunctionURLAuthType)
 		default:
 			panic("gwstack: no value for the function variable " + n + " (add it to environment)")
 		}

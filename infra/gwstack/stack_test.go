@@ -64,6 +64,11 @@ func runTests(m *testing.M) int {
 		corsSeed := filepath.Join(tmp, "seed-cors.yaml")
 		err = os.WriteFile(corsSeed, append(seed, []byte(prodCORS)...), 0o644)
 		fixtureContexts["prod"][CtxSeedConfigFile] = corsSeed
+		grSeed := filepath.Join(tmp, "seed-guardrail.yaml")
+		if err == nil {
+			err = os.WriteFile(grSeed, append(seed, []byte(guardrailSeed)...), 0o644)
+		}
+		fixtureContexts["guardrail"][CtxSeedConfigFile] = grSeed
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -125,12 +130,16 @@ var fixtureContexts = map[string]map[string]interface{}{
 		"gatewayTimeout":             "300",
 		"configRefresh":              "1m",
 		"bedrockRegions":             "us-west-2",
+		"bedrockModels":              "*",
 		"fallbackRateThreshold":      "35",
 		"tableKmsKey":                "create",
 	},
 	// pinned: an environment-bound stack, as `cdk deploy` synthesizes it,
 	// with an existing customer-managed key for the table.
-	"pinned": {"tableKmsKey": pinnedTableKey},
+	"pinned": {"tableKmsKey": pinnedTableKey, "bedrockModels": "*"},
+	// guardrail: a seed config whose moderation applies Bedrock
+	// guardrails, one more from context, and no reserved concurrency.
+	"guardrail": {"guardrailIds": "xyz789,arn:aws:bedrock:ap-south-1:123456789012:guardrail/q1w2e3", "gatewayReservedConcurrency": "none"},
 	// allatonce: a development stage that deploys without traffic shifting.
 	"allatonce": {"trafficShifting": "all-at-once"},
 }
@@ -420,8 +429,10 @@ func TestFunctions(t *testing.T) {
 			deployment.EnvConfigPath:    "/llmgw/dev/config/",
 			deployment.EnvConfigRefresh: "15s",
 			deployment.EnvStage:         "dev",
+			// Team keys, never the request context's identity.
+			deployment.EnvFunctionURLAuthType: "NONE",
 		}},
-		"ReservedConcurrentExecutions": assertions.Match_Absent(),
+		"ReservedConcurrentExecutions": DefaultGatewayReservedConcurrency,
 		"LoggingConfig": map[string]interface{}{
 			"LogGroup": map[string]interface{}{"Ref": f.logicalID(f.g.GatewayLogs)},
 		},
@@ -431,6 +442,7 @@ func TestFunctions(t *testing.T) {
 			deployment.EnvTable:      map[string]interface{}{"Ref": table},
 			deployment.EnvConfigPath: "/llmgw/dev/config/",
 		}},
+		"ReservedConcurrentExecutions": assertions.Match_Absent(),
 		"LoggingConfig": map[string]interface{}{
 			"LogGroup": map[string]interface{}{"Ref": f.logicalID(f.g.RollupLogs)},
 		},
@@ -528,25 +540,9 @@ func TestIAMScopedToTableAndParameters(t *testing.T) {
 			}
 		}
 	}
-	// Bedrock: the stack region and the seed config's region (us-east-1).
-	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModels") {
-		got := strings.Join(resourcesOf(s), " ")
-		for _, want := range []string{
-			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*",
-			"arn:${AWS::Partition}:bedrock:us-east-1::foundation-model/*",
-			"arn:${AWS::Partition}:bedrock:us-east-1:${AWS::AccountId}:inference-profile/*",
-			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:application-inference-profile/*",
-		} {
-			if !strings.Contains(got, want) {
-				t.Errorf("InvokeBedrockModels lacks %s: %s", want, got)
-			}
-		}
-	}
-	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModelsViaInferenceProfiles") {
-		if !strings.Contains(flatten(s.body["Condition"]), "bedrock:InferenceProfileArn") {
-			t.Errorf("cross-region foundation-model statement must be conditioned on the inference profile")
-		}
-	}
+	// Bedrock: the default seed config's one model is granted
+	// (TestBedrockGrantIsTheConfiguredModels); the wide grant of the
+	// regions is the prod fixture's (bedrockModels "*").
 	// The rollup neither reads keys nor calls Bedrock.
 	for _, s := range f.statements() {
 		if strings.Contains(s.roles, "RollupRole") {
@@ -787,6 +783,8 @@ func TestContextOverrides(t *testing.T) {
 			deployment.EnvStage:         "prod",
 			deployment.EnvConfigPath:    "/llmgw/prod/config/",
 			deployment.EnvConfigRefresh: "1m",
+			// The gateway trusts the caller Lambda verified.
+			deployment.EnvFunctionURLAuthType: "AWS_IAM",
 		})},
 	})
 	f.resource(t, "AWS::DynamoDB::Table", map[string]interface{}{
@@ -811,8 +809,22 @@ func TestContextOverrides(t *testing.T) {
 		"Threshold": 35,
 	})
 	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModels") {
-		if got := strings.Join(resourcesOf(s), " "); !strings.Contains(got, ":bedrock:us-west-2::foundation-model/*") {
-			t.Errorf("bedrockRegions not honoured: %s", got)
+		got := strings.Join(resourcesOf(s), " ")
+		for _, want := range []string{
+			":bedrock:us-west-2::foundation-model/*",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*",
+			"arn:${AWS::Partition}:bedrock:us-east-1::foundation-model/*",
+			"arn:${AWS::Partition}:bedrock:us-east-1:${AWS::AccountId}:inference-profile/*",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:application-inference-profile/*",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("bedrockModels \"*\": the wide grant lacks %s: %s", want, got)
+			}
+		}
+	}
+	for _, s := range f.bySid(t, "GatewayRole", "InvokeBedrockModelsViaInferenceProfiles") {
+		if !strings.Contains(flatten(s.body["Condition"]), "bedrock:InferenceProfileArn") {
+			t.Errorf("cross-region foundation-model statement must be conditioned on the inference profile")
 		}
 	}
 }
@@ -972,6 +984,14 @@ func TestSettingsRejectBadContext(t *testing.T) {
 		}
 	}
 	// JSON numbers (cdk.json) and strings (-c) are both accepted.
+	if s, err := FromContext(awscdk.NewApp(nil).Node(), []byte("teams: {}\n")); err != nil || s.GatewayReservedConcurrency == nil ||
+		*s.GatewayReservedConcurrency != DefaultGatewayReservedConcurrency {
+		t.Errorf("default reserved concurrency: %v %v", s.GatewayReservedConcurrency, err)
+	}
+	none := map[string]interface{}{"gatewayReservedConcurrency": "none"}
+	if s, err := FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &none}).Node(), []byte("teams: {}\n")); err != nil || s.GatewayReservedConcurrency != nil {
+		t.Errorf("reserved concurrency none: %v %v", s.GatewayReservedConcurrency, err)
+	}
 	ctx := map[string]interface{}{"gatewayReservedConcurrency": 0, "gatewayTimeout": "90s", "corsAllowedOrigins": []interface{}{}}
 	s, err := FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}).Node(), []byte("teams: {}\n"))
 	if err != nil {

@@ -1,0 +1,105 @@
+package gwstack
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v2"
+)
+
+// BedrockModel is a model the seed config calls on a Bedrock provider: a
+// foundation model id, an inference profile id (us.anthropic...), or an
+// ARN, in the provider's region ("" for the stack region).
+type BedrockModel struct {
+	Region, ID string
+}
+
+// BedrockModels returns the distinct models the routes of a rendered seed
+// configuration call on providers of kind bedrock, sorted; the stack
+// grants bedrock:InvokeModel on exactly those (see grantBedrock). complete
+// is false when a Bedrock target names no model, so the stack cannot know
+// what it calls.
+func BedrockModels(text string) (models []BedrockModel, complete bool, err error) {
+	var cfg struct {
+		Providers map[string]struct {
+			Kind   string `yaml:"kind"`
+			Region string `yaml:"region"`
+		} `yaml:"providers"`
+		Routes map[string]struct {
+			Targets []struct {
+				Provider string `yaml:"provider"`
+				Model    string `yaml:"model"`
+			} `yaml:"targets"`
+		} `yaml:"routes"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		return nil, false, fmt.Errorf("seed config is not valid YAML: %w", err)
+	}
+	seen := map[BedrockModel]bool{}
+	complete = true
+	for _, r := range cfg.Routes {
+		for _, t := range r.Targets {
+			p, ok := cfg.Providers[t.Provider]
+			if !ok || p.Kind != "bedrock" {
+				continue
+			}
+			if strings.TrimSpace(t.Model) == "" {
+				complete = false
+				continue
+			}
+			m := BedrockModel{Region: p.Region, ID: strings.TrimSpace(t.Model)}
+			if !seen[m] {
+				seen[m] = true
+				models = append(models, m)
+			}
+		}
+	}
+	sort.Slice(models, func(i, j int) bool {
+		if models[i].ID != models[j].ID {
+			return models[i].ID < models[j].ID
+		}
+		return models[i].Region < models[j].Region
+	})
+	return models, complete, nil
+}
+
+// Guardrail is a Bedrock guardrail the seed config's moderation policies
+// apply: its id or ARN and its region ("" for the stack region).
+type Guardrail struct {
+	Region, ID string
+}
+
+// Guardrails returns the distinct guardrails of a rendered seed
+// configuration's moderation policies (moderation.policies.*.guardrail),
+// sorted; the stack grants bedrock:ApplyGuardrail on exactly those plus
+// the guardrailIds context setting.
+func Guardrails(text string) ([]Guardrail, error) {
+	var cfg struct {
+		Moderation struct {
+			Policies map[string]struct {
+				Guardrail *struct {
+					ID     string `yaml:"id"`
+					Region string `yaml:"region"`
+				} `yaml:"guardrail"`
+			} `yaml:"policies"`
+		} `yaml:"moderation"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		return nil, fmt.Errorf("seed config is not valid YAML: %w", err)
+	}
+	seen := map[Guardrail]bool{}
+	var out []Guardrail
+	for _, p := range cfg.Moderation.Policies {
+		if p.Guardrail == nil || strings.TrimSpace(p.Guardrail.ID) == "" {
+			continue
+		}
+		g := Guardrail{Region: p.Guardrail.Region, ID: strings.TrimSpace(p.Guardrail.ID)}
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID+out[i].Region < out[j].ID+out[j].Region })
+	return out, nil
+}
