@@ -51,8 +51,17 @@ func newFakeBedrock(t *testing.T) *fakeBedrock {
 		f.mu.Lock()
 		f.calls = append(f.calls, c)
 		f.mu.Unlock()
-		if f.mode.Load() == "slow" {
+		switch f.mode.Load() {
+		case "slow":
 			time.Sleep(time.Second)
+		case "flaky-output": // answers fail where the answer turns bad
+			if c.source == "OUTPUT" && strings.Contains(c.text, badWord) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("x-amzn-ErrorType", "ServiceUnavailableException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"message":"Service unavailable. Try your request again."}`)
+				return
+			}
 		}
 		units := (len([]rune(c.text)) + 999) / 1000
 		usage := fmt.Sprintf(`{"topicPolicyUnits":%d,"contentPolicyUnits":%d,"wordPolicyUnits":%d,"sensitiveInformationPolicyUnits":%d,"sensitiveInformationPolicyFreeUnits":0,"contextualGroundingPolicyUnits":0}`, units, units, units, units)
@@ -160,6 +169,8 @@ func newGRWorld(t *testing.T) *grWorld {
 		oai: newScripted(t, "", chatGenerator), ant: newScripted(t, "", messagesGenerator)}
 	slow := newFakeBedrock(t)
 	slow.mode.Store("slow")
+	flaky := newFakeBedrock(t)
+	flaky.mode.Store("flaky-output")
 	gr := func(endpoint, timeout string) string {
 		return `{id: abc123def456, version: "3", endpoint: "` + endpoint + `", timeout: ` + timeout + `}`
 	}
@@ -177,6 +188,8 @@ routes:
   dead-open: {moderation: dead-open, targets: [{provider: oai, model: g}]}
   slow-closed: {moderation: slow-closed, targets: [{provider: oai, model: g}]}
   slow-open: {moderation: slow-open, targets: [{provider: oai, model: g}]}
+  flaky-closed: {moderation: flaky-closed, targets: [{provider: oai, model: g}]}
+  flaky-open: {moderation: flaky-open, targets: [{provider: oai, model: g}]}
 prices:
   oai/g: {input: 0, output: 0}
   ant/claude-g: {input: 0, output: 0}
@@ -189,6 +202,8 @@ moderation:
     dead-open: {mode: fail_open, guardrail: ` + gr("http://127.0.0.1:1", "500ms") + `}
     slow-closed: {mode: fail_closed, guardrail: ` + gr(slow.URL, "100ms") + `}
     slow-open: {mode: fail_open, guardrail: ` + gr(slow.URL, "100ms") + `}
+    flaky-closed: {mode: fail_closed, output: true, output_window: 60, guardrail: ` + gr(flaky.URL, "2s") + `}
+    flaky-open: {mode: fail_open, output: true, output_window: 60, guardrail: ` + gr(flaky.URL, "2s") + `}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -418,5 +433,26 @@ func TestGuardrailInputOnlyLeavesTheAnswer(t *testing.T) {
 	}
 	if calls := w.bedrock.taken(); len(calls) != 1 || calls[0].source != "INPUT" {
 		t.Fatalf("calls %+v", calls)
+	}
+}
+
+// A guardrail that fails on a window mid-answer: under fail_closed the
+// stream ends there with moderation_unavailable in the client's format
+// (nothing of that window sent); under fail_open the window is released
+// unchecked and the answer completes.
+func TestGuardrailOutputErrorMidStream(t *testing.T) {
+	w := newGRWorld(t)
+	status, body, rec := w.send(t, "chat", "flaky-closed", "say it late", true)
+	if status != 200 || !strings.Contains(body, "clean05") || strings.Contains(body, badWord) || strings.Contains(body, "[DONE]") ||
+		!strings.Contains(body, `"code":"moderation_unavailable"`) {
+		t.Fatalf("fail_closed: %d %s", status, body)
+	}
+	out := guardrailAttempts(rec, exchange.StageModerationOutput)
+	if n := len(out); n != 2 || out[1].Decision != "error_blocked" || out[1].Reason != "ApplyGuardrail failed: ServiceUnavailableException" || out[1].Status != 503 {
+		t.Fatalf("fail_closed attempts %+v", out)
+	}
+	status, body, rec = w.send(t, "chat", "flaky-open", "say it late", true)
+	if status != 200 || !strings.Contains(body, badWord) || !strings.Contains(body, "[DONE]") || rec.Outcome != "ok" {
+		t.Fatalf("fail_open: %d %s", status, body)
 	}
 }

@@ -131,7 +131,10 @@ type Moderation interface {
 	HoldsOutput(cfg *config.Config, req *exchange.Request) bool
 	// Output returns src itself when no policy moderates answers;
 	// otherwise it holds the whole answer, checks it, and returns a source
-	// that yields it only once it passed. On an error (a refusal, or the
+	// that yields it only once it passed - or, under policies with an
+	// output window, a source that checks and yields it window by window
+	// and whose Next returns the refusal (a *gwerr.Error) when a later
+	// window fails. On an error of Output itself (a refusal, or the
 	// answer's own failure) nothing was sent and src has been ended.
 	Output(ctx context.Context, env ModerationEnv, req *exchange.Request, src Source, dec Decoder) (Source, error)
 }
