@@ -256,6 +256,26 @@ func appendAttempts(b []byte, as []exchange.Attempt) []byte {
 			b = append(b, `,"output_tokens":`...)
 			b = strconv.AppendInt(b, int64(a.OutputTokens), 10)
 		}
+		if a.Decision != "" {
+			b = append(b, `,"decision":`...)
+			b = jsonb.AppendString(b, a.Decision)
+		}
+		if a.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = jsonb.AppendString(b, a.Reason)
+		}
+		if a.TextUnits != 0 {
+			b = append(b, `,"text_units":`...)
+			b = strconv.AppendInt(b, int64(a.TextUnits), 10)
+		}
+		if a.CostUSD != 0 {
+			b = append(b, `,"cost_usd":`...)
+			b = appendFloat(b, a.CostUSD)
+		}
+		if a.Calls != 0 {
+			b = append(b, `,"calls":`...)
+			b = strconv.AppendInt(b, int64(a.Calls), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

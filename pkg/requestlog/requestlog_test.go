@@ -41,7 +41,9 @@ func records() []*exchange.Record {
 		{RequestID: weird, API: exchange.API(weird), Route: weird, Team: weird, Tag: weird, Status: 502, Outcome: weird,
 			Provider: weird, Target: weird, Attempts: []exchange.Attempt{
 				{Target: weird, Key: weird, Status: 503, Category: gwerr.Category(weird), Phase: weird, Skipped: weird, LatencyM: 1e21,
-					Continues: true, Stage: weird, InputTokens: 7, OutputTokens: -2},
+					Continues: true, Stage: weird, InputTokens: 7, OutputTokens: -2, Decision: weird, Reason: weird, TextUnits: 3,
+					CostUSD: 4.25e-4, Calls: 9},
+				{Target: "bedrock-guardrail/abc:1", Stage: "moderation_output", Decision: "block", Reason: "content:HATE", TextUnits: 1, CostUSD: 0.00015, LatencyM: 3},
 				{Target: "b", LatencyM: -0.0000001},
 				{},
 			}, FallbackDepth: 2, TTFTMillis: 123456789.125, LatencyMillis: 1e-9, CostUSD: 12345678901234567890123.0, MalformedFrames: 4,
