@@ -39,14 +39,27 @@ func (f *fixture) roleActions(role, prefix string) []string {
 
 // The table grants are the store's calls on Lambda (pkg/store/dynamo:
 // GetItem, conditional PutItem and UpdateItem, Query), for both functions:
-// no DeleteItem, batch writes, Scan or table management.
+// no batch writes, Scan or table management. DeleteItem is the gateway's
+// only, on the Responses API's owner records alone (their partition keys,
+// dynamodb:LeadingKeys).
 func TestIAMTableActionsAreWhatTheStoreCalls(t *testing.T) {
-	want := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	items := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	for _, name := range []string{"default", "prod"} {
 		f := get(t, name)
-		for _, role := range []string{"GatewayRole", "RollupRole"} {
-			if got := f.roleActions(role, "dynamodb:"); !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %s: dynamodb actions %v, want %v", name, role, got, want)
+		if got := f.roleActions("RollupRole", "dynamodb:"); !reflect.DeepEqual(got, items) {
+			t.Errorf("%s rollup: dynamodb actions %v, want %v", name, got, items)
+		}
+		want := append([]string{"dynamodb:DeleteItem"}, items...)
+		if got := f.roleActions("GatewayRole", "dynamodb:"); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s gateway: dynamodb actions %v, want %v", name, got, want)
+		}
+		for _, s := range f.statements() {
+			if !strings.Contains(s.roles, "GatewayRole") || !strings.Contains(flatten(s.body["Action"]), "dynamodb:DeleteItem") {
+				continue
+			}
+			if s.body["Sid"] != "DeleteResponseOwners" || flatten(s.body["Action"]) != "dynamodb:DeleteItem" ||
+				flatten(s.body["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["response#*"]}}` {
+				t.Errorf("%s: DeleteItem granted beyond the response owners: %s", name, flatten(s.body))
 			}
 		}
 	}

@@ -7,16 +7,19 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/llmgw/llmgw/pkg/store"
 )
 
 // gatewayTableActions are the item-level DynamoDB actions the gateway
 // calls (pkg/store/dynamo on Lambda: GetItem, conditional PutItem and
 // UpdateItem, Query) on keys, budgets, usage records and breaker state. No
-// DeleteItem, no batch writes, no Scan, no table management: no code path
-// on Lambda calls them (store.Store's Delete has no caller outside tests;
-// DescribeTable and CreateTable are local mode's EnsureTable). A new call
-// needs its action here, and TestIAMTableActionsAreWhatTheStoreCalls
-// updated.
+// batch writes, no Scan, no table management: no code path on Lambda
+// calls them (DescribeTable and CreateTable are local mode's
+// EnsureTable). DeleteItem has one caller, the Responses API's owner
+// records (responsestate.Owners.Delete), and is granted on their
+// partitions only (grantResponseOwnerDeletes). A new call needs its
+// action here, and TestIAMTableActionsAreWhatTheStoreCalls updated.
 var gatewayTableActions = []string{
 	"dynamodb:GetItem",
 	"dynamodb:Query",
@@ -53,6 +56,18 @@ func (g *Gateway) grantTable(role awsiam.IRole, actions []string) {
 		g.addStatement(role, "UseTableKey", tableKeyActions, []*string{g.TableKey.KeyArn()},
 			map[string]interface{}{"StringEquals": map[string]interface{}{"kms:ViaService": "dynamodb." + *g.Stack.Region() + ".amazonaws.com"}})
 	}
+}
+
+// responseOwnerPK matches the partition keys of the Responses API's owner
+// records (store.ResponseOwnerKey): "response#<response id>".
+var responseOwnerPK = strings.TrimSuffix(store.ResponseOwnerKey("x").PK, "x") + "*"
+
+// grantResponseOwnerDeletes allows DeleteItem on the table's response-owner
+// items only (dynamodb:LeadingKeys): DELETE /v1/responses/{id} removes its
+// owner record; nothing else is ever deleted.
+func (g *Gateway) grantResponseOwnerDeletes(role awsiam.IRole) {
+	g.addStatement(role, "DeleteResponseOwners", []string{"dynamodb:DeleteItem"}, []*string{g.Table.TableArn()},
+		map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": []interface{}{responseOwnerPK}}})
 }
 
 // paramARN returns the ARN of the SSM parameter (or path) name, which must
