@@ -197,3 +197,14 @@ type CountTokensRequest struct {
 		} `json:"invokeModel,omitempty"`
 	} `json:"input"`
 }
+
+// DocumentMediaTypes maps a DocumentBlock's format to its media type.
+var DocumentMediaTypes = map[string]string{
+	"pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown", "html": "text/html", "csv": "text/csv",
+	"doc": "application/msword", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	"xls": "application/vnd.ms-excel", "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+// ImageFormats are the formats of an ImageBlock (the media type is
+// "image/" + format).
+var ImageFormats = map[string]bool{"png": true, "jpeg": true, "gif": true, "webp": true}
