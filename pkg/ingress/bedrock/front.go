@@ -31,8 +31,10 @@ func sigV4(r *http.Request) bool {
 }
 
 // CheckContentType implements ingress.HeaderChecker: the body must be
-// declared as JSON, except that InvokeModel bodies may come with no
-// Content-Type at all (boto3 sends none unless the caller passes
+// declared as JSON, except that InvokeModel bodies may come as
+// application/octet-stream (aws-sdk-go-v2 sends it for a body without a
+// contentType; browsers ask before sending that type cross-site) or with
+// no Content-Type at all (boto3 sends none unless the caller passes
 // contentType) when the request carries an Authorization header: a web
 // page cannot send that header without the browser asking the gateway
 // first (CORS), so an untyped body is still no cross-site "simple
@@ -44,7 +46,7 @@ func (i Ingress) CheckContentType(r *http.Request) *gwerr.Error {
 	}
 	if mt, _, err := mime.ParseMediaType(ct); err == nil {
 		typ, sub, _ := strings.Cut(mt, "/")
-		if typ == "application" && (sub == "json" || strings.HasSuffix(sub, "+json")) {
+		if typ == "application" && (sub == "json" || strings.HasSuffix(sub, "+json") || sub == "octet-stream" && i.invoke()) {
 			return nil
 		}
 	}
