@@ -2,6 +2,7 @@ package bedrock_test
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -118,6 +119,7 @@ func deadURL(t *testing.T) string {
 type gateway struct {
 	URL    string
 	client *http.Client
+	cert   *x509.Certificate
 	mu   sync.Mutex
 	recs []exchange.Record
 }
@@ -178,6 +180,6 @@ teams:
 	}
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
-	g.URL, g.client = srv.URL, srv.Client()
+	g.URL, g.client, g.cert = srv.URL, srv.Client(), srv.Certificate()
 	return g
 }
