@@ -120,8 +120,8 @@ type gateway struct {
 	URL    string
 	client *http.Client
 	cert   *x509.Certificate
-	mu   sync.Mutex
-	recs []exchange.Record
+	mu     sync.Mutex
+	recs   []exchange.Record
 }
 
 func (g *gateway) records(t *testing.T, n int) []exchange.Record {
