@@ -22,7 +22,8 @@ func (g *gateway) caFile(t *testing.T) string {
 
 // boto3 (python3) through the gateway: converse, converse_stream,
 // invoke_model without a contentType, invoke_model_with_response_stream,
-// and its exception classes; the route's first target is dead.
+// its exception classes, and a stream cut after its first token raising
+// EventStreamError; the route's first target is dead.
 func TestBoto3(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -33,8 +34,9 @@ func TestBoto3(t *testing.T) {
 	}
 	live := newUpstream(t, false)
 	g := newGateway(t, live)
+	cutGW := newGateway(t, newUpstream(t, true))
 	cmd := exec.Command(py, "testdata/boto3_check.py")
-	cmd.Env = append(noAWSEnv(), "GW_URL="+g.URL, "AWS_BEARER_TOKEN_BEDROCK="+teamKey, "AWS_CA_BUNDLE="+g.caFile(t),
+	cmd.Env = append(noAWSEnv(), "GW_URL="+g.URL, "GW_CUT_URL="+cutGW.URL, "AWS_BEARER_TOKEN_BEDROCK="+teamKey, "AWS_CA_BUNDLE="+g.caFile(t),
 		"MODEL_ID="+profileID, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
 	b, err := cmd.Output()
 	if err != nil {
@@ -62,6 +64,7 @@ func TestBoto3(t *testing.T) {
 		InvokeStream []string `json:"invoke_model_with_response_stream"`
 		Validation   string
 		NotFound     string `json:"not_found"`
+		Cut          struct{ Text, Error string }
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("boto3 output %s: %v", b, err)
@@ -87,6 +90,9 @@ func TestBoto3(t *testing.T) {
 	}
 	if out.NotFound != "ResourceNotFoundException" {
 		t.Errorf("not found: %s", out.NotFound)
+	}
+	if out.Cut.Text != "Hello" || out.Cut.Error != "modelStreamErrorException" {
+		t.Errorf("cut stream: %+v, want the first token, then EventStreamError modelStreamErrorException", out.Cut)
 	}
 	recs := g.records(t, 6)
 	for _, r := range recs[:4] {

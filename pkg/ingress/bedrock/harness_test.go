@@ -141,25 +141,33 @@ func (g *gateway) records(t *testing.T, n int) []exchange.Record {
 	}
 }
 
-// newGateway serves route "claude" over a dead target and live, with a
-// team key.
+// newGateway serves route "claude" over a dead target and live (a fake
+// Anthropic API), with a team key.
 func newGateway(t *testing.T, live *upstream) *gateway {
+	t.Helper()
+	t.Setenv("LLMGW_TEST_BEDROCK_UPSTREAM_KEY", upstreamKey)
+	return gatewayWith(t, fmt.Sprintf("  live: {kind: anthropic, base_url: %q, keys: [{env: LLMGW_TEST_BEDROCK_UPSTREAM_KEY}]}\n", live.URL),
+		"claude-live")
+}
+
+// gatewayWith serves route "claude" (listing profileID) over a dead
+// Anthropic target, then provider live (given in providers) with model.
+func gatewayWith(t *testing.T, providers, model string) *gateway {
 	t.Helper()
 	t.Setenv("LLMGW_TEST_BEDROCK_UPSTREAM_KEY", upstreamKey)
 	yaml := fmt.Sprintf(`defaults: {attempts: 1, backoff_base: 1ms, backoff_max: 2ms}
 providers:
   dead: {kind: anthropic, base_url: %q, keys: [{env: LLMGW_TEST_BEDROCK_UPSTREAM_KEY}]}
-  live: {kind: anthropic, base_url: %q, keys: [{env: LLMGW_TEST_BEDROCK_UPSTREAM_KEY}]}
-routes:
+%sroutes:
   claude:
     bedrock_model_ids: [%q]
     targets:
       - {provider: dead, model: claude-dead, max_tokens: 1024}
-      - {provider: live, model: claude-live, max_tokens: 1024}
+      - {provider: live, model: %q, max_tokens: 1024}
 teams:
   aws:
     keys: [{id: k1, sha256: %q}]
-`, deadURL(t), live.URL, profileID, teams.HashKey(teamKey))
+`, deadURL(t), providers, profileID, model, teams.HashKey(teamKey))
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v", err)

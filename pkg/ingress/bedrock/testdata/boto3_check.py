@@ -66,4 +66,19 @@ except client.exceptions.ResourceNotFoundException as e:
 except Exception as e:  # noqa: BLE001
     out["not_found"] = "%s: %s" % (type(e).__name__, e)
 
+# A stream cut after its first token: botocore raises EventStreamError with
+# the exception frame's type as the code, as it does for Bedrock's.
+cut = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=os.environ["GW_CUT_URL"],
+                   config=botocore.config.Config(retries={"max_attempts": 1}))
+text = ""
+try:
+    for ev in cut.converse_stream(modelId=model, messages=messages)["stream"]:
+        if "contentBlockDelta" in ev:
+            text += ev["contentBlockDelta"]["delta"]["text"]
+        if "messageStop" in ev:
+            text += "<messageStop>"
+    out["cut"] = {"text": text, "error": "none"}
+except botocore.exceptions.EventStreamError as e:
+    out["cut"] = {"text": text, "error": e.response["Error"]["Code"]}
+
 print(json.dumps(out))
