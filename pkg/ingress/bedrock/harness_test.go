@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/cache"
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
 )
 
@@ -153,6 +155,12 @@ func newGateway(t *testing.T, live *upstream) *gateway {
 // gatewayWith serves route "claude" (listing profileID) over a dead
 // Anthropic target, then provider live (given in providers) with model.
 func gatewayWith(t *testing.T, providers, model string) *gateway {
+	return gatewayRoute(t, providers, model, "")
+}
+
+// gatewayRoute is gatewayWith with more settings of the route (YAML
+// lines indented four spaces), and the response cache stage wired.
+func gatewayRoute(t *testing.T, providers, model, extra string) *gateway {
 	t.Helper()
 	t.Setenv("LLMGW_TEST_BEDROCK_UPSTREAM_KEY", upstreamKey)
 	yaml := fmt.Sprintf(`defaults: {attempts: 1, backoff_base: 1ms, backoff_max: 2ms}
@@ -160,14 +168,14 @@ providers:
   dead: {kind: anthropic, base_url: %q, keys: [{env: LLMGW_TEST_BEDROCK_UPSTREAM_KEY}]}
 %sroutes:
   claude:
-    bedrock_model_ids: [%q]
+%s    bedrock_model_ids: [%q]
     targets:
       - {provider: dead, model: claude-dead, max_tokens: 1024}
       - {provider: live, model: %q, max_tokens: 1024}
 teams:
   aws:
     keys: [{id: k1, sha256: %q}]
-`, deadURL(t), providers, profileID, model, teams.HashKey(teamKey))
+`, deadURL(t), providers, extra, profileID, model, teams.HashKey(teamKey))
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -177,6 +185,7 @@ teams:
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: log,
 		Front:  server.Front{Authenticate: teams.NewAuthenticator(func() *config.Config { return cfg }, log).Authenticate},
+		Stages: server.Stages{Cache: cache.New(embedded.OpenMemory(), cache.Options{Logger: log})},
 		Reporting: server.Reporting{Record: func(_ context.Context, r *exchange.Record) {
 			g.mu.Lock()
 			g.recs = append(g.recs, *r)

@@ -9,6 +9,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	"github.com/llmgw/llmgw/pkg/sse"
 	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
 )
@@ -105,4 +106,17 @@ func (e *chunkEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
 
 func (e *chunkEncoder) Fail(dst []byte, ge *gwerr.Error, _ string, _ exchange.TokenUsage) []byte {
 	return bedrockwire.AppendException(dst, streamException(ge, true), message(ge))
+}
+
+var _ ingress.RawDecoder = Ingress{}
+
+// DecodeRaw implements ingress.RawDecoder for InvokeModel's Claude
+// bodies: an Anthropic upstream's passthrough frames are the Messages
+// API's, read back by its decoder (for the response cache and pacing).
+// Converse has no raw frames: every target translates it.
+func (i Ingress) DecodeRaw(dst []exchange.Event, ev *exchange.Event) ([]exchange.Event, bool) {
+	if !i.invoke() {
+		return dst, false
+	}
+	return messages.Ingress{}.DecodeRaw(dst, ev)
 }
