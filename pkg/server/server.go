@@ -1,6 +1,8 @@
 // Package server is the gateway's HTTP front: the client APIs of
 // pkg/ingress/registry (OpenAI Chat Completions, Responses and embeddings,
-// Anthropic Messages and its count_tokens), GET /v1/models (in OpenAI's
+// Anthropic Messages and its count_tokens, the Bedrock Runtime operations
+// at /model/{modelId}/... with GET /inference-profiles: bedrock.go),
+// GET /v1/models (in OpenAI's
 // shape, or Anthropic's for Anthropic clients), GET /healthz (HEAD wherever
 // GET works), CORS (server.cors), the Content-Type check, request ids,
 // the per-request log line and usage record, and panic recovery. The same
