@@ -264,6 +264,14 @@ func TestGoSDKErrors(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Errorf("bad invoke body: %T %v, want ValidationException", err, err)
 	}
+	// What the canonical prompt cannot hold is refused naming it, before any call.
+	_, err = goClient(g, teamKey).Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("claude"), Messages: userText("hi"),
+		GuardrailConfig: &types.GuardrailConfiguration{GuardrailIdentifier: aws.String("gr-1"), GuardrailVersion: aws.String("1")}})
+	if !errors.As(err, &ve) || !strings.Contains(aws.ToString(ve.Message), "guardrail") {
+		t.Errorf("guardrailConfig: %T %v, want ValidationException naming it", err, err)
+	} else {
+		t.Logf("guardrailConfig refused: %s", aws.ToString(ve.Message))
+	}
 	var ad *types.AccessDeniedException
 	_, err = goClient(g, "llmgw_not-a-key").Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("claude"), Messages: userText("hi")})
 	if !errors.As(err, &ad) {
