@@ -156,6 +156,14 @@ type Route struct {
 	// Moderation names the moderation policy every request of the route
 	// is checked under (moderation.policies).
 	Moderation string `json:"moderation,omitempty"`
+	// BedrockModelIDs are the Bedrock model ids, inference-profile ids or
+	// ARNs that name this route on the Bedrock Runtime API (POST
+	// /model/{modelId}/converse, ...), so AWS SDK code and Claude Code in
+	// Bedrock mode reach it with the ids they already send (e.g.
+	// us.anthropic.claude-sonnet-4-5-20250929-v1:0). The route's own name
+	// always works too. Each id is listed by one route only and is no
+	// other route's name (validated at load).
+	BedrockModelIDs []string `json:"bedrock_model_ids,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a

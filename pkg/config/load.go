@@ -371,6 +371,9 @@ func (c *Config) prepare() error {
 			}
 		}
 	}
+	if err := c.validateBedrockIDs(); err != nil {
+		return err
+	}
 	done := map[string]bool{}
 	for _, name := range sortedKeys(c.Routes) {
 		if err := c.checkCycle(name, nil, done); err != nil {

@@ -30,6 +30,10 @@ const (
 	Responses API = "responses"
 	// Embeddings is the OpenAI embeddings API (POST /v1/embeddings).
 	Embeddings API = "embeddings"
+	// Converse is Amazon Bedrock's Converse API (POST
+	// /model/{modelId}/converse and converse-stream). Bedrock's
+	// InvokeModel with a Claude body is the Messages API.
+	Converse API = "converse"
 	// Prefill is the API of a continuation request (the failover engine's,
 	// never a client's): no upstream speaks it, so every adapter builds the
 	// request from its canonical form (Prompt, which ends with the assistant

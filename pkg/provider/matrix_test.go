@@ -45,6 +45,9 @@ func TestSemanticsMatrixIsBackedByTests(t *testing.T) {
 			"stop_sequences", "metadata.user_id", "top_k and unknown fields", "usage with cache tokens", "stop-reason mapping",
 			"event sequence", "mid-stream error", "failover before the first token", "errors", "count_tokens"},
 		"embeddings": {"text input", "token-array input", "dimensions", "encoding_format base64", "usage accounting", "budgets", "failover"},
+		"bedrock": {"converse text", "converse-stream events", "tools", "reasoning", "cache points", "untranslated members",
+			"invokemodel claude body", "invoke-with-response-stream chunks", "mid-stream error", "failover before the first token",
+			"errors", "count-tokens", "authentication", "inference profiles"},
 	}
 	var columns []string
 	ingress := ""

@@ -37,7 +37,7 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 	x.rec.Operation = exchange.OperationCountTokens
 	defer x.finish()
 	counter := in.(ingress.Counter)
-	if gerr := checkContentType(r); gerr != nil {
+	if gerr := checkContentType(in, r); gerr != nil {
 		x.fail(gerr)
 		return
 	}
@@ -50,6 +50,7 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(gwerr.As(err))
 		return
 	}
+	req.Route = routeName(in, cfg, req.Route)
 	steps, route, ok := cfg.Chain(req.Route)
 	switch {
 	case !ok:

@@ -53,7 +53,7 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 	defer x.finish()
 	cfg := rt.cfg
 
-	if gerr := checkContentType(r); gerr != nil {
+	if gerr := checkContentType(in, r); gerr != nil {
 		x.fail(gerr)
 		return
 	}
@@ -103,6 +103,7 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 		}
 		x.w.Header().Set("x-gateway-tag", req.Tag)
 	}
+	req.Route = routeName(x.in, cfg, req.Route)
 	steps, route, ok := cfg.Chain(req.Route)
 	if !ok {
 		return gwerr.New(gwerr.NotFound, "the model %q does not exist; GET /v1/models lists the models this gateway serves", req.Route).
@@ -272,7 +273,7 @@ func acceptsStream(accept string) bool {
 			continue
 		}
 		switch mt {
-		case "*/*", "text/*", "text/event-stream", "application/json", "application/*":
+		case "*/*", "text/*", "text/event-stream", "application/json", "application/*", "application/vnd.amazon.eventstream":
 			return true
 		}
 	}

@@ -23,7 +23,11 @@ import (
 // without team keys, 127.0.0.1 answers every caller). The OpenAI and
 // Anthropic SDKs always send application/json; `curl -d` sends
 // application/x-www-form-urlencoded unless told otherwise, hence the hint.
-func checkContentType(r *http.Request) *gwerr.Error {
+// An ingress with rules of its own (ingress.HeaderChecker) checks instead.
+func checkContentType(in ingress.Ingress, r *http.Request) *gwerr.Error {
+	if hc, ok := in.(ingress.HeaderChecker); ok {
+		return hc.CheckContentType(r)
+	}
 	ct := r.Header.Get("Content-Type")
 	if jsonMediaType(ct) {
 		return nil

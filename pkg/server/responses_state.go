@@ -227,7 +227,7 @@ func responsesTokens(t delta.Tokens) exchange.TokenUsage {
 // is recorded as owned by that account, and its usage is priced.
 func (x *exchangeState) compact(ctx context.Context) {
 	cfg := x.rt.cfg
-	if gerr := checkContentType(x.r); gerr != nil {
+	if gerr := checkContentType(x.in, x.r); gerr != nil {
 		x.fail(gerr)
 		return
 	}

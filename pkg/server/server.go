@@ -1,6 +1,8 @@
 // Package server is the gateway's HTTP front: the client APIs of
 // pkg/ingress/registry (OpenAI Chat Completions, Responses and embeddings,
-// Anthropic Messages and its count_tokens), GET /v1/models (in OpenAI's
+// Anthropic Messages and its count_tokens, the Bedrock Runtime operations
+// at /model/{modelId}/... with GET /inference-profiles: bedrock.go),
+// GET /v1/models (in OpenAI's
 // shape, or Anthropic's for Anthropic clients), GET /healthz (HEAD wherever
 // GET works), CORS (server.cors), the Content-Type check, request ids,
 // the per-request log line and usage record, and panic recovery. The same
@@ -24,6 +26,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/failover"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/ingress/bedrock"
 	"github.com/llmgw/llmgw/pkg/ingress/chat"
 	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
@@ -164,7 +167,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("traceparent", tc.Traceparent())
 	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
 	w := &trackingWriter{ResponseWriter: rw}
-	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
+	in, counter := h.lookup(r.URL.Path)
 	shape := errorShape(r, in, counter)
 	defer func() {
 		if v := recover(); v != nil {
@@ -196,13 +199,17 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // API's pipeline in shape (errorShape). HEAD requests for every path that
 // is not a client API's arrive here as GET, through a headWriter.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc traceid.Context, shape ingress.Ingress) {
-	in, counter := h.ingresses[r.URL.Path], h.counters[r.URL.Path]
+	in, counter := h.lookup(r.URL.Path)
 	if r.URL.Path == "/healthz" {
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, r, nil, rid, getMethods)
 			return
 		}
 		h.health(w, r)
+		return
+	}
+	if e := checkAuthorization(shape, r); e != nil {
+		writeErrorIn(w, r, shape, e, rid)
 		return
 	}
 	caller, err := h.authenticate(r)
@@ -230,6 +237,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 			return
 		}
 		h.models(w, r, rid)
+	case bedrock.ProfilesPath:
+		h.inferenceProfiles(w, r, rid, shape)
 	default:
 		if eh, ok := h.front.Extra[r.URL.Path]; ok {
 			eh.ServeHTTP(w, r)
@@ -260,6 +269,8 @@ func errorShape(r *http.Request, in, counter ingress.Ingress) ingress.Ingress {
 		return in
 	case counter != nil:
 		return counter
+	case ingressregistry.Shape(r.URL.Path) != nil:
+		return ingressregistry.Shape(r.URL.Path)
 	case anthropicClient(r):
 		return messages.Ingress{}
 	}

@@ -10,11 +10,14 @@
 #     versions in sdks_test.go): answers generated and streamed, a cut stream;
 #   - Claude Code (npm @anthropic-ai/claude-code, the version pinned in
 #     claude_test.go; also ./scripts/agents/claude.sh alone): a plain answer, a
-#     tool round trip, a failover and a cut stream through /v1/messages.
+#     tool round trip, a failover and a cut stream through /v1/messages; and in
+#     Bedrock mode (CLAUDE_CODE_USE_BEDROCK=1) through a dead first target;
+#   - the AWS SDK for JavaScript v3's Bedrock Runtime client (npm, version in
+#     bedrock_test.go): converse, converseStream, a cut stream, an unknown model.
 # Each client is installed into .llmgw/agents on first run; when npm cannot
 # install it its test is skipped, saying why.
 #
 # Usage: ./scripts/agents/check.sh [go test flags]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode' ./scripts/agents/ "$@"
+LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode|TestJSBedrockRuntime' ./scripts/agents/ "$@"

@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Validation of a Messages request (POST /v1/messages, and the body of POST
@@ -100,7 +101,7 @@ func parse(body []byte, count bool) (*request, []string, error) {
 	if !json.Valid(body) {
 		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
 	}
-	if depth(body) > maxDepth {
+	if jsonb.Depth(body) > maxDepth {
 		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request JSON is nested more than %d levels deep", maxDepth)
 	}
 	var keys []string
@@ -177,35 +178,6 @@ func (r *request) validate(count bool) error {
 		}
 	}
 	return nil
-}
-
-// depth returns the deepest nesting of a valid JSON document.
-func depth(b []byte) int {
-	d, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			d++
-			deepest = max(deepest, d)
-		case '}', ']':
-			d--
-		}
-	}
-	return deepest
 }
 
 // decodeError turns a decoding error into an invalid_request naming the field.

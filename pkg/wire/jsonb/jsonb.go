@@ -219,3 +219,33 @@ func FieldNames(v any) map[string]bool {
 	}
 	return m
 }
+
+// Depth returns the deepest nesting of objects and arrays in a valid JSON
+// document (0 for a scalar), so request readers can bound it.
+func Depth(b []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
+}

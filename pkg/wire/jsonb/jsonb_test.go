@@ -75,3 +75,11 @@ func TestMembers(t *testing.T) {
 		t.Errorf("%v allocations", a)
 	}
 }
+
+func TestDepth(t *testing.T) {
+	for in, want := range map[string]int{`1`: 0, `"[{"`: 0, `{}`: 1, `{"a":[1,{"b":"]]"}]}`: 3, `[[[]],[]]`: 3} {
+		if got := Depth([]byte(in)); got != want {
+			t.Errorf("Depth(%s) = %d, want %d", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package bedrock_test
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// caFile writes the gateway's test certificate for clients outside Go.
+func (g *gateway) caFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gateway.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: g.cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// boto3 (python3) through the gateway: converse, converse_stream,
+// invoke_model without a contentType, invoke_model_with_response_stream,
+// its exception classes, and a stream cut after its first token raising
+// EventStreamError; the route's first target is dead.
+func TestBoto3(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if out, err := exec.Command(py, "-c", "import boto3").CombinedOutput(); err != nil {
+		t.Skipf("boto3 is not installed for %s: %s", py, out)
+	}
+	live := newUpstream(t, false)
+	g := newGateway(t, live)
+	cutGW := newGateway(t, newUpstream(t, true))
+	cmd := exec.Command(py, "testdata/boto3_check.py")
+	cmd.Env = append(noAWSEnv(), "GW_URL="+g.URL, "GW_CUT_URL="+cutGW.URL, "AWS_BEARER_TOKEN_BEDROCK="+teamKey, "AWS_CA_BUNDLE="+g.caFile(t),
+		"MODEL_ID="+profileID, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	b, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("boto3 script: %v\n%s", err, stderr)
+	}
+	var out struct {
+		Skip     string
+		Botocore string
+		Converse struct {
+			Text, StopReason string
+			Usage            map[string]int
+		}
+		ConverseStream struct {
+			Events []string
+			Text   string
+		} `json:"converse_stream"`
+		InvokeModel struct {
+			Type    string
+			Content []struct{ Text string }
+		} `json:"invoke_model"`
+		InvokeStream []string `json:"invoke_model_with_response_stream"`
+		Validation   string
+		NotFound     string `json:"not_found"`
+		Cut          struct{ Text, Error string }
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("boto3 output %s: %v", b, err)
+	}
+	if out.Skip != "" {
+		t.Skip(out.Skip)
+	}
+	t.Logf("botocore %s", out.Botocore)
+	if out.Converse.Text != "Hello from Claude" || out.Converse.StopReason != "end_turn" || out.Converse.Usage["outputTokens"] != 4 {
+		t.Errorf("converse: %+v", out.Converse)
+	}
+	if got := strings.Join(out.ConverseStream.Events, ","); got != "messageStart,contentBlockDelta,contentBlockDelta,contentBlockStop,messageStop,metadata" || out.ConverseStream.Text != "Hello from Claude" {
+		t.Errorf("converse_stream: %s %q", got, out.ConverseStream.Text)
+	}
+	if out.InvokeModel.Type != "message" || len(out.InvokeModel.Content) != 1 || out.InvokeModel.Content[0].Text != "Hello from Claude" {
+		t.Errorf("invoke_model: %+v", out.InvokeModel)
+	}
+	if got := strings.Join(out.InvokeStream, ","); got != "message_start,content_block_start,content_block_delta,content_block_delta,content_block_stop,message_delta,message_stop" {
+		t.Errorf("invoke_model_with_response_stream: %s", got)
+	}
+	if !strings.HasPrefix(out.Validation, "ValidationException: ") || !strings.Contains(out.Validation, "messages[0].role") {
+		t.Errorf("validation: %s", out.Validation)
+	}
+	if out.NotFound != "ResourceNotFoundException" {
+		t.Errorf("not found: %s", out.NotFound)
+	}
+	if out.Cut.Text != "Hello" || out.Cut.Error != "modelStreamErrorException" {
+		t.Errorf("cut stream: %+v, want the first token, then EventStreamError modelStreamErrorException", out.Cut)
+	}
+	recs := g.records(t, 6)
+	for _, r := range recs[:4] {
+		if r.Provider != "live" || r.FallbackDepth != 1 {
+			t.Errorf("record: provider %q depth %d, want live after the dead target", r.Provider, r.FallbackDepth)
+		}
+	}
+	// invoke_model sent no Content-Type and still passed through.
+	if seen := live.requests(); len(seen) != 4 || !strings.HasPrefix(seen[2].body, `{"model":"claude-live","max_tokens":64`) {
+		t.Errorf("upstream requests: %+v", seen)
+	}
+}
+
+// noAWSEnv is the environment without AWS settings, so a client finds no
+// credentials but the bearer token it is given.
+func noAWSEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
