@@ -74,6 +74,19 @@ func TestLambdaIAMCallersMapToTeams(t *testing.T) {
 	if status, body := invoke(iam, iamEvent(t, nil)); status != 200 || !strings.Contains(body, "hi") {
 		t.Fatalf("mapped principal: %d %s", status, body)
 	}
+	// The Bedrock Runtime API too: the event's SigV4 Authorization (signed
+	// for Lambda, checked by the Function URL) is not refused as a Bedrock
+	// signature would be.
+	converse := func(ev map[string]any) {
+		ev["rawPath"] = "/model/m/converse"
+		ev["body"] = `{"messages":[{"role":"user","content":[{"text":"x"}]}]}`
+	}
+	if status, body := invoke(iam, iamEvent(t, converse)); status != 200 || gjson.Get(body, "output.message.content.0.text").String() != "hi" {
+		t.Fatalf("mapped principal on the Bedrock Runtime API: %d %s", status, body)
+	}
+	if status, body := invoke(LambdaEnv{}, iamEvent(t, converse)); status != 403 || !strings.Contains(body, "Bearer") {
+		t.Fatalf("auth type NONE, a SigV4-signed Bedrock call: %d %s", status, body)
+	}
 	// The mapped team's route allow-list applies: it is the team.
 	routeN := func(ev map[string]any) { ev["body"] = `{"model":"n","messages":[{"role":"user","content":"x"}]}` }
 	if status, body := invoke(iam, iamEvent(t, routeN)); status != 403 || strings.Contains(body, "iam_principal_not_mapped") {

@@ -6,6 +6,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/ingress"
 	"github.com/llmgw/llmgw/pkg/ingress/bedrock"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
@@ -26,7 +27,14 @@ func (h *Handler) lookup(path string) (in, counter ingress.Ingress) {
 // checkAuthorization runs the path's API's own check of the Authorization
 // header before authentication (ingress.HeaderChecker): Bedrock refuses a
 // SigV4 signature with a message saying what to send instead.
+//
+// A caller the Function URL verified (auth type AWS_IAM: iamcaller put its
+// identity in the context) signed its request with SigV4 for Lambda; that
+// signature is the Function URL's to check, and it is not refused here.
 func checkAuthorization(shape ingress.Ingress, r *http.Request) *gwerr.Error {
+	if _, verified := iamcaller.FromContext(r.Context()); verified {
+		return nil
+	}
 	if hc, ok := shape.(ingress.HeaderChecker); ok {
 		return hc.CheckAuthorization(r)
 	}
