@@ -155,6 +155,9 @@ func syntaxError(b []byte, err error) *Error {
 	case !ok && !strings.Contains(rest, "anchor") && !strings.Contains(rest, "alias"):
 		e.Line = 1 // yaml.v3 leaves the line out on the first line
 	}
+	if anchor == "" {
+		positionSyntaxError(b, e, rest)
+	}
 	return e
 }
 
