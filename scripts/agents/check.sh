@@ -15,6 +15,7 @@
 # install it its test is skipped, saying why.
 #
 # Usage: ./scripts/agents/check.sh [go test flags]
+. "$(dirname "$0")/../lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode' ./scripts/agents/ "$@"
