@@ -46,7 +46,7 @@ func TestMessagesWireFormat(t *testing.T) {
 	_, out, _ = roundTrip(t, &config.FakeScript{Reply: "a b"}, "/v1/messages", strings.Replace(stream, "true", "false", 1))
 	var msg struct {
 		StopReason string `json:"stop_reason"`
-		Content          []struct{ Type, Text string }
+		Content    []struct{ Type, Text string }
 	}
 	if json.Unmarshal([]byte(out), &msg) != nil || len(msg.Content) != 1 || msg.Content[0].Text != "a b" || msg.StopReason != "end_turn" {
 		t.Errorf("body %s", out)

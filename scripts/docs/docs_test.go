@@ -56,7 +56,9 @@ func TestDocBlocks(t *testing.T) {
 		}
 	})
 	t.Run("sh", func(t *testing.T) { checkShell(t, repo, all) })
-	t.Run("python", func(t *testing.T) { checkWith(t, all, "python", "python3", "-c", "import ast,sys; ast.parse(sys.stdin.read())") })
+	t.Run("python", func(t *testing.T) {
+		checkWith(t, all, "python", "python3", "-c", "import ast,sys; ast.parse(sys.stdin.read())")
+	})
 	t.Run("js", func(t *testing.T) { checkJS(t, all) })
 	t.Run("links", func(t *testing.T) {
 		for f, ls := range lines {
@@ -312,7 +314,7 @@ func slug(h string) string {
 
 func TestSlug(t *testing.T) {
 	for h, want := range map[string]string{
-		" Point Claude Code at the gateway": "point-claude-code-at-the-gateway",
+		" Point Claude Code at the gateway":                 "point-claude-code-at-the-gateway",
 		" Ingress: OpenAI Responses (`POST /v1/responses`)": "ingress-openai-responses-post-v1responses",
 		" Guarantees, and the tests that prove them":        "guarantees-and-the-tests-that-prove-them",
 	} {
