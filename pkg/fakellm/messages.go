@@ -118,14 +118,26 @@ func messagesCompletion(s *Script, rq request) []byte {
 		out = (len(s.ToolCall.Arguments) + 7) / 8
 	default:
 		cs := chunks(s)
-		content = append(content, map[string]any{"type": "text", "text": strings.Join(cs, "")})
+		content = append(content, struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{"text", strings.Join(cs, "")})
 		out = len(cs)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"id": messageID, "type": "message", "role": "assistant", "model": rq.model, "content": content,
-		"stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]int{"input_tokens": rq.promptTokens, "output_tokens": out},
-	})
+	type usage struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	}
+	body, _ := json.Marshal(struct { // Anthropic's member order
+		ID           string  `json:"id"`
+		Type         string  `json:"type"`
+		Role         string  `json:"role"`
+		Model        string  `json:"model"`
+		Content      []any   `json:"content"`
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+		Usage        usage   `json:"usage"`
+	}{messageID, "message", "assistant", rq.model, content, stop, nil, usage{rq.promptTokens, out}})
 	return body
 }
 
