@@ -10,7 +10,9 @@
 #     versions in sdks_test.go): answers generated and streamed, a cut stream;
 #   - Claude Code (npm @anthropic-ai/claude-code, the version pinned in
 #     claude_test.go; also ./scripts/agents/claude.sh alone): a plain answer, a
-#     tool round trip, a failover and a cut stream through /v1/messages.
+#     tool round trip, a failover and a cut stream through /v1/messages;
+#   - the README's Claude Code block and AI SDK snippet, as written, on the
+#     demo config.
 # Each client is installed into .llmgw/agents on first run; when npm cannot
 # install it its test is skipped, saying why.
 #
@@ -18,4 +20,4 @@
 . "$(dirname "$0")/../lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode' ./scripts/agents/ "$@"
+LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode|TestDocSnippets' ./scripts/agents/ "$@"
