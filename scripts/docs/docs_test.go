@@ -3,13 +3,18 @@ package docs
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -322,4 +327,84 @@ func TestSlug(t *testing.T) {
 			t.Errorf("slug(%q) = %q, want %q", h, got, want)
 		}
 	}
+}
+
+// TestDynaliteSnippetWaitsForDynalite runs docs/operations.md's dynalite
+// block as written (from the repository root, on free ports, with the
+// gateway built once): dynalite starts, the block waits until it listens,
+// and the gateway then starts on it and serves. Without the wait the
+// gateway starts first and fails with "connection refused".
+func TestDynaliteSnippetWaitsForDynalite(t *testing.T) {
+	repo := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(repo, "node_modules", "dynalite")); err != nil {
+		t.Skip("dynalite is not installed (npm ci)")
+	}
+	var text string
+	bs, _ := readBlocks(t, repo, "docs/operations.md")
+	for _, b := range bs {
+		if b.lang == "sh" && strings.Contains(b.text, "npx dynalite") {
+			text = b.text
+		}
+	}
+	if text == "" {
+		t.Fatal("docs/operations.md has no dynalite block")
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, "./functions/gateway")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dbPort, gwPort := freePort(t), freePort(t)
+	script := strings.ReplaceAll(text, "8000", strconv.Itoa(dbPort))
+	script = strings.ReplaceAll(script, "go run ./functions/gateway -store dynamodb",
+		filepath.Join(bin, "gateway")+" -store dynamodb -table docs-"+strconv.Itoa(dbPort)+" -addr 127.0.0.1:"+strconv.Itoa(gwPort))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = repo
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A file, not a pipe: Wait returns when bash exits even while dynalite,
+	// in the background, still holds its output.
+	out, err := os.CreateTemp(t.TempDir(), "block.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the block's own process group only
+		<-done
+	}()
+	url := "http://127.0.0.1:" + strconv.Itoa(gwPort) + "/healthz"
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			b, _ := os.ReadFile(out.Name())
+			t.Fatalf("the block ended before the gateway served: %v\n%s", err, b)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("healthz %d", resp.StatusCode)
+			}
+			return
+		}
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
