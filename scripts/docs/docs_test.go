@@ -33,7 +33,7 @@ providers:
   google: {kind: gemini, keys: [{env: GEMINI_API_KEY}]}
   groq: {kind: openai, base_url: "https://api.groq.com/openai/v1", keys: [{env: GROQ_API_KEY}]}
 routes:
-  doc-base: {targets: [{provider: openai, model: gpt-4.1}]}
+  gpt-4.1-mini: {targets: [{provider: openai, model: gpt-4.1-mini}]}
 `
 
 // pending are documents the README's index links that other work adds;
