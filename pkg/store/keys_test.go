@@ -182,13 +182,27 @@ func TestKeyShapeTableListsEveryShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The columns start where the header's PK and SK do.
 	var rows [][2]string
+	pkCol, skCol := -1, -1
 	for _, l := range strings.Split(string(src), "\n") {
-		f := strings.Fields(strings.TrimPrefix(l, "//\t"))
-		if !strings.HasPrefix(l, "//\t") || len(f) < 3 || f[len(f)-2] == "PK" {
+		l, ok := strings.CutPrefix(l, "//\t")
+		if !ok {
 			continue
 		}
-		rows = append(rows, [2]string{f[len(f)-2], f[len(f)-1]})
+		if pkCol < 0 {
+			if strings.HasPrefix(l, "shape ") {
+				pkCol, skCol = strings.Index(l, " PK ")+1, strings.Index(l, " SK")+1
+			}
+			continue
+		}
+		if len(l) <= skCol {
+			continue
+		}
+		rows = append(rows, [2]string{strings.TrimSpace(l[pkCol:skCol]), strings.TrimSpace(l[skCol:])})
+	}
+	if len(rows) < 10 {
+		t.Fatalf("read %d rows of the key-shape table", len(rows))
 	}
 	for _, c := range keyShapeCases() {
 		pk, _, _ := strings.Cut(c.want.PK, Sep)
