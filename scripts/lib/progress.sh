@@ -5,7 +5,7 @@
 # appended to LOG ("-": a log of its own, and the output shown as it comes).
 # Every PROGRESS_EVERY seconds (default 20) that nothing was shown it prints
 # what the phase is doing, the time so far and the latest output line (for
-# a `go ... -x` log, the package being compiled), so a long compile or run
+# a `go ... -x` log, the package last compiled), so a long compile or run
 # is never silent. It returns CMD's exit status. LOGDIR must be set.
 T0=${T0:-$SECONDS}
 phase() {
@@ -32,7 +32,7 @@ progress() {
 		fi
 		if [ $((SECONDS - mark)) -ge "${PROGRESS_EVERY:-20}" ]; then
 			mark=$SECONDS
-			last=$(tail -n 40 "$log" | grep -o -- ' -p [^ ]*' | tail -n 1 | sed 's/^ -p /compiling /')
+			last=$(tail -n 400 "$log" | grep -o -- ' -p [^ ]*' | tail -n 1 | sed 's/^ -p /compiling /')
 			[ -n "$last" ] || last=$(tail -n 1 "$log" | cut -c1-110)
 			phase "  ... $what: $((SECONDS - t))s in this phase; latest: $last"
 		fi
