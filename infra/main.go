@@ -1,6 +1,6 @@
 // Command infra is the CDK app that deploys the llmgw gateway: run it with
 // `cdk deploy` (cdk.json runs `go run ./infra`). Settings come from CDK
-// context; see gwstack.FromContext and the README.
+// context; see gwstack.FromContext and docs/deploy-aws.md.
 package main
 
 import (

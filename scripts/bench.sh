@@ -22,6 +22,7 @@
 # store ..." (run only these stages; default all: latency saturate stream memory
 # cold failover store lambda gobench profile).
 # Exits non-zero if any stage failed; the report is written either way.
+. "$(dirname "$0")/lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -9,6 +9,7 @@
 #        infra/gwstack/moto_test.go; Lambda itself runs arm64)
 # Run from anywhere; paths are relative to the repository root.
 # cdk.json runs this script before every synth ("build").
+. "$(dirname "$0")/lib/help.sh"
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

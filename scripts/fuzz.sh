@@ -13,6 +13,7 @@
 # `go test`; this script explores beyond them. A failure leaves the failing
 # input in <package>/testdata/fuzz/<Target>/ (commit it with the fix, as a
 # regression seed) and the script exits non-zero after running the rest.
+. "$(dirname "$0")/lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

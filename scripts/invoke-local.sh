@@ -5,6 +5,7 @@
 #
 # Usage: scripts/invoke-local.sh [events/function-url-chat-stream.json] [config.yaml]
 # Without a config the built-in demo config (fake providers) is used.
+. "$(dirname "$0")/lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 event=${1:-events/function-url-chat-stream.json}

@@ -1,39 +1,33 @@
 #!/usr/bin/env bash
 # Runs every test of the gateway on a fresh machine: installs what the tests
-# need (Go modules, dynalite from npm for the DynamoDB tests, the jsii runtime
-# comes with node for the CDK tests), then vet, the race-enabled test suite
-# (soak and 1,000-stream tests in their short mode; every fuzz target's seed
-# corpus, f.Add and testdata/fuzz/, runs as a plain test), a smoke run of the
-# benchmark harness, the real Codex CLI, AI SDK and Agents SDK against the
-# gateway (scripts/agents), and the CDK tests: synthesis, cdk-nag, cfn-lint on
-# every synthesized template, and a CloudFormation deploy of the stack on a
-# moto server with the real bootstraps run against it (infra/gwstack; the
-# last two skip, saying why, when the cfn-lint or moto python3 packages are
-# missing: .ci/run installs them).
+# need (Go modules; dynalite from npm for the DynamoDB tests), then go vet,
+# the race-enabled test suite (the soak and 1,000-stream tests in their
+# short mode; every fuzz target's seed corpus runs as a plain test), a smoke
+# run of the benchmark harness, the real Claude Code, Codex CLI, AI SDK and
+# Agents SDK against the gateway (scripts/agents), and the CDK tests in the
+# background: synthesis, cdk-nag, cfn-lint on every synthesized template
+# and a CloudFormation deploy of the stack on a local moto server (those two
+# skip, saying why, without the python3 packages: pip install cfn-lint
+# 'moto[server]').
 #
-# The CDK tests (vet and test of ./infra/..., not race-instrumented) run in
-# the background while the race suite runs in the foreground: their output
-# is kept in a log and printed when they finish, and either failing fails
-# the script.
+# It prints a line per phase with the time since the start, and while a
+# phase prints nothing for 20 s, a line saying what it is doing.
 #
-# Not run here (separate documented commands): fuzzing beyond the seed
-# corpora (scripts/fuzz.sh: fuzz-instrumented builds cost minutes), the long
+# Not run here: fuzzing beyond the seed corpora (scripts/fuzz.sh), the long
 # soak (SOAK_DURATION=10m go test -run TestSoak ./pkg/resilience) and the
-# full benchmark (scripts/bench.sh).
+# full benchmark (scripts/bench.sh). See docs/testing.md.
 #
-# Usage: ./scripts/test.sh          (everything)
-#        SHORT=1 ./scripts/test.sh  (only vet and the Go test suite)
+# Usage: ./scripts/test.sh          everything
+#        SHORT=1 ./scripts/test.sh  only vet and the Go test suite
+#        ./scripts/test.sh -h       this text
+. "$(dirname "$0")/lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
-T0=$SECONDS
-# phase TEXT: prints one line per phase with the time since the start.
-phase() {
-  local s=$((SECONDS - T0))
-  printf '== [%2dm%02ds] %s\n' $((s / 60)) $((s % 60)) "$*"
-}
+# phase and progress: the progress lines (scripts/lib/progress.sh).
+. scripts/lib/progress.sh
 
 # This run's own scratch directory (logs): concurrent runs never share a path.
 LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/llmgw-test.XXXXXX")
@@ -48,9 +42,10 @@ cleanup() {
 trap cleanup EXIT
 
 phase "installing test dependencies (go mod download; npm ci for dynalite)"
-go mod download
+progress "downloading Go modules" "$LOGDIR/download.log" go mod download -x ||
+	{ tail -20 "$LOGDIR/download.log"; exit 1; }
 if [ ! -x node_modules/.bin/dynalite ] && [ ! -f node_modules/dynalite/cli.js ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  progress "npm ci (dynalite)" - npm ci --no-audit --no-fund --loglevel=error
 fi
 
 pkgs=$(go list ./... | grep -v '/infra')
@@ -74,28 +69,33 @@ fi
 # test run below does, which then reuses them from the build cache (a plain
 # go vet would compile every package a second time without -race).
 phase "go vet -race (gateway packages)"
+# -x only feeds the progress lines (the package being compiled); on a
+# failure vet runs again without it (everything cached) to show the report.
 # shellcheck disable=SC2086
-go vet -race $pkgs
+progress "go vet -race, compiling every package with -race on the first run" "$LOGDIR/vet.log" go vet -race -x $pkgs ||
+	go vet -race $pkgs
 
 phase "go test -race -short (gateway packages; fuzz seed corpora run as tests)"
 # shellcheck disable=SC2086
-go test -race -short -count=1 -timeout 20m $pkgs
+progress "go test -race" - go test -race -short -count=1 -timeout 20m $pkgs
 
 if [ "${SHORT:-}" = "" ]; then
   phase "benchmark harness (smoke mode: keeps it from rotting; figures are not published)"
   # -race (through GOFLAGS, for every go build and go test of the harness):
   # the smoke run's figures are not published, and its binaries then link
   # the race suite's compiled packages instead of compiling all of them again.
-  GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" SMOKE=1 ./scripts/bench.sh >"$LOGDIR/bench-smoke.log" 2>&1 || { tail -50 "$LOGDIR/bench-smoke.log"; exit 1; }
+  progress "benchmark smoke run" "$LOGDIR/bench-smoke.log" env GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" SMOKE=1 ./scripts/bench.sh ||
+    { tail -50 "$LOGDIR/bench-smoke.log"; exit 1; }
   tail -3 "$LOGDIR/bench-smoke.log"
 
   phase "real clients against the gateway (Claude Code, Codex CLI, AI SDK, Agents SDK from npm; each skipped, saying why, when npm cannot install it)"
   # -race: the test binary reuses the race suite's compiled packages.
-  ./scripts/agents/check.sh -race >"$LOGDIR/agents.log" 2>&1 || { tail -80 "$LOGDIR/agents.log"; exit 1; }
+  progress "real clients" "$LOGDIR/agents.log" ./scripts/agents/check.sh -race || { tail -80 "$LOGDIR/agents.log"; exit 1; }
   grep -E '^(--- |ok)|skipping:|using codex|using claude' "$LOGDIR/agents.log" || true
 
   phase "waiting for the CDK tests (stack synthesis, cdk-nag, cfn-lint, deploy on moto)"
   cdk_rc=0
+  progress "CDK tests" "$LOGDIR/cdk.log" tail --pid="$CDK_PID" -f /dev/null
   wait "$CDK_PID" || cdk_rc=$?
   CDK_PID=
   cat "$LOGDIR/cdk.log"

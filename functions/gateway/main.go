@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/llmgw/llmgw/pkg/app"
 	"github.com/llmgw/llmgw/pkg/cmdhelp"
+	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/requestlog"
 )
 
@@ -33,7 +36,27 @@ func main() {
 	}
 	o.Logger = log
 	if err := app.RunLocal(context.Background(), o); err != nil {
-		log.Error("gateway stopped", slog.Any("error", err))
+		reportStop(os.Stderr, isTerminal(os.Stderr), log, err)
 		os.Exit(1)
 	}
+}
+
+// reportStop reports why the local gateway stopped. A config error read by
+// someone at a terminal is printed as the plain text it is (file, line,
+// column, field and the did-you-mean), not as an escaped JSON log line;
+// anything else, and everything when stderr is not a terminal (a log
+// collector), is one JSON log line.
+func reportStop(w io.Writer, tty bool, log *slog.Logger, err error) {
+	var ce *config.Error
+	if tty && errors.As(err, &ce) {
+		fmt.Fprintf(w, "gateway: %v\n", ce)
+		return
+	}
+	log.Error("gateway stopped", slog.Any("error", err))
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/ssmconfig/ssmtest"
 )
 
-// runbookStage is the stage the README's examples are written for.
+// runbookStage is the stage the runbook examples (docs/operations.md) are written for.
 const runbookStage = "prod"
 
 // runbookTeams is the operator's teams parameter the team examples edit
@@ -36,7 +36,7 @@ func runbookTeamsDoc() string {
 		runbookTeams["<k1 sha256>"], runbookTeams["<k2 sha256>"])
 }
 
-// runbookIntent is what each README example's prose says it does, as an
+// runbookIntent is what each runbook example's prose says it does, as an
 // edit of the deployed config (the merged YAML document as a generic map).
 var runbookIntent = map[string]func(t *testing.T, m map[string]any){
 	"disable-provider": func(t *testing.T, m map[string]any) {
@@ -73,7 +73,7 @@ func at(t *testing.T, m map[string]any, path ...string) map[string]any {
 	return m
 }
 
-// runbookExample is one marked `aws ssm put-parameter` of the README.
+// runbookExample is one marked `aws ssm put-parameter` of docs/operations.md.
 type runbookExample struct {
 	id, name, typ, value string
 	overwrite            bool
@@ -81,10 +81,10 @@ type runbookExample struct {
 
 var runbookMark = regexp.MustCompile("(?s)<!-- runbook: ([a-z0-9-]+) -->\\s*```sh\\n(.*?)```")
 
-// readRunbook extracts the marked examples from README.md.
+// readRunbook extracts the marked examples from docs/operations.md.
 func readRunbook(t *testing.T) []runbookExample {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func readRunbook(t *testing.T) []runbookExample {
 	return out
 }
 
-// shellWords splits one line the way sh does for the quoting the README
+// shellWords splits one line the way sh does for the quoting the runbook
 // uses: single quotes, double quotes with backslash escapes, bare words.
 func shellWords(t *testing.T, line string) []string {
 	var words []string
@@ -199,7 +199,7 @@ func loadThroughSSM(t *testing.T, extra map[string]string) *config.Config {
 }
 
 // TestRunbookExamples applies each marked `aws ssm put-parameter` example
-// of the README's incident runbook to the config the stack seeds, through
+// of the incident runbook (docs/operations.md) to the config the stack seeds, through
 // the runtime's loader, and checks the result is exactly the deployed
 // config changed as the example's prose says: nothing dropped, nothing
 // else changed.
@@ -215,7 +215,7 @@ func TestRunbookExamples(t *testing.T) {
 	}
 	slices.Sort(want)
 	if got := slices.Sorted(slices.Values(ids)); !slices.Equal(got, want) {
-		t.Fatalf("README runbook examples %v, checked intents %v: mark every example and state its intent here", got, want)
+		t.Fatalf("docs/operations.md runbook examples %v, checked intents %v: mark every example and state its intent here", got, want)
 	}
 	path := deployment.ConfigPath(runbookStage)
 	deployed := loadThroughSSM(t, nil)

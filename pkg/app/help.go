@@ -26,13 +26,26 @@ var GatewayHelp = cmdhelp.Command{
 	Short: "the llmgw LLM gateway: one OpenAI-compatible endpoint, failover across providers",
 	Synopsis: `go run ./functions/gateway [-config FILE] [-addr HOST:PORT] [-store embedded|dynamodb] [-state FILE] [-table NAME]
 bootstrap        (on AWS Lambda: no flags, configured by its environment)`,
-	About: `Serves OpenAI-compatible /v1/chat/completions (streaming and not) and
-/v1/models in front of the providers and routes of its config: each route is
-an ordered chain of provider/model targets, with retries, timeouts, circuit
-breakers and failover before the first token. With teams configured, every
-call needs a team key (scripts/newkey) and is admitted against the team's
-limits and budgets; usage is recorded per request (GET /v1/usage).
-/healthz reports the breakers.`,
+	About: `Serves, in front of the providers and routes of its config, these endpoints
+(POST unless marked GET):
+
+  /v1/chat/completions        OpenAI Chat Completions, streaming and not (also /chat/completions)
+  /v1/responses               OpenAI Responses: Codex CLI, the AI SDK, the Agents SDK (also /responses)
+  /v1/messages                Anthropic Messages: Claude Code, the Anthropic SDKs
+  /v1/messages/count_tokens   Anthropic token counting
+  /v1/embeddings              OpenAI embeddings (also /embeddings)
+  GET /v1/models              the routes (logical models); GET /v1/models/{id} one of them
+  GET /v1/usage               usage and cost per team and day (?from=&to=, an admin's &team=)
+  GET /healthz                every target's breaker and key state; "degraded" when a
+                              provider has no usable key (HEAD works wherever GET does)
+
+Bedrock Runtime paths (/model/{id}/converse, ...) come with the Bedrock
+ingress: see docs/bedrock-clients.md.
+
+Each route is an ordered chain of provider/model targets, with retries,
+timeouts, circuit breakers and failover before the first token. With teams
+configured, every call needs a team key (scripts/newkey) and is admitted
+against the team's limits and budgets; usage is recorded per request.`,
 	Modes: `Local (the default): an HTTP server on -addr. The config is -config FILE
 (YAML or JSON; re-read within 2s when it changes) or, without it, the built-in
 demo config (fake providers: no keys, no network). Without teams every caller

@@ -16,7 +16,8 @@ import (
 )
 
 // Config is the whole gateway configuration. Its YAML/JSON shape is the
-// public contract documented in the README.
+// public contract documented in docs/configuration.md (every field; a
+// test in scripts/docs holds the document to this type).
 type Config struct {
 	Server    Server               `json:"server,omitempty"`
 	Defaults  Policy               `json:"defaults,omitempty"`

@@ -22,7 +22,8 @@ type Error struct {
 	Path Path
 	// Line and Column (1-based) locate the value, or the nearest enclosing
 	// one when the value is missing (a required field). 0 when unknown;
-	// YAML syntax errors have a line but no column.
+	// YAML syntax errors have a line (the line at fault: see faultLine)
+	// and no column, except at a tab in indentation.
 	Line, Column int
 	// Msg says what is wrong, naming the value.
 	Msg string

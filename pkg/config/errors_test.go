@@ -63,7 +63,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"YAML syntax (scanner)", "providers:\n  a: {kind: fake}\n  b: x: y\n",
 		`config: YAML syntax: mapping values are not allowed in this context (line 3)`},
 	{"YAML syntax (parser)", "providers:\n  a:\n    - x\n    y: 1\n",
-		`config: YAML syntax: did not find expected '-' indicator (line 3)`},
+		`config: YAML syntax: did not find expected '-' indicator (line 4)`},
 	{"YAML syntax (first line)", "providers: a: b\n", `config: YAML syntax: mapping values are not allowed in this context (line 1)`},
 	{"unknown anchor", pa + "routes: {m: {targets: [*t]}}\n", `config: YAML syntax: *t refers to no &t before it (line 2, column 24)`},
 	{"JSON syntax", "{\"providers\": {\"a\": {\"kind\": \"fake\"}}\n \"routes\": {\"m\": {}}}\n",

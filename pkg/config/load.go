@@ -155,6 +155,9 @@ func syntaxError(b []byte, err error) *Error {
 	case !ok && !strings.Contains(rest, "anchor") && !strings.Contains(rest, "alias"):
 		e.Line = 1 // yaml.v3 leaves the line out on the first line
 	}
+	if anchor == "" {
+		positionSyntaxError(b, e, rest)
+	}
 	return e
 }
 
@@ -216,7 +219,7 @@ func BuiltinPolicy() Policy {
 // BuiltinBreaker is the breaker settings every unset field falls back to.
 // The short cooldown lets a healed provider back quickly: with one probe
 // per cooldown across all instances, a primary that recovers serves again
-// within max_cooldown plus one request gap (issue 13, item 6).
+// within max_cooldown plus one request gap (docs/failover.md).
 func BuiltinBreaker() BreakerSettings {
 	return BreakerSettings{
 		Window:              Duration(60 * time.Second),

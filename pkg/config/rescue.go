@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// HeadBuffer is a route's head buffer (opt-in, issue 13 item 14a): a
+// HeadBuffer is a route's head buffer (opt-in; docs/failover.md): a
 // stream is held back until it has produced Tokens output tokens (the
 // gateway's estimate, one per four characters) or until Duration has
 // passed since its first content, whichever comes first (an upstream that
@@ -40,7 +40,7 @@ func (h *HeadBuffer) validate(at Path) error {
 }
 
 // ContinuesMidStream reports whether the route asks for mid-stream
-// continuation (issue 13 item 14b, opt-in): a stream that dies after its
+// continuation (opt-in; docs/failover.md): a stream that dies after its
 // first token is continued from the text already sent by the next target
 // that declares prefill support.
 func (p Policy) ContinuesMidStream() bool { return p.Continuation != nil && *p.Continuation }

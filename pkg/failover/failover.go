@@ -16,6 +16,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
@@ -55,6 +56,11 @@ type Router struct {
 	Rand func() float64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Unresolved lists, by provider id, the configured keys not in service
+	// because their reference did not resolve (keyledger.Resolution): the
+	// error of a target skipped for want of a key names them (the
+	// environment variable that is not set), never a secret.
+	Unresolved map[string][]keyledger.Status
 }
 
 func (r *Router) now() time.Time {
@@ -154,7 +160,15 @@ func (r *Router) noKey(step config.Step, err error) *gwerr.Error {
 		return &gwerr.Error{Category: gwerr.RateLimited, Message: "target " + step.ID + " is skipped: its provider keys are rate-limited",
 			RetryAfter: max(ue.Until.Sub(r.now()), time.Second), Cause: err}
 	}
-	return skipped("target " + step.ID + " is skipped: no usable provider key")
+	msg := "target " + step.ID + " is skipped: no usable provider key"
+	if refs := r.Unresolved[step.Provider]; len(refs) > 0 {
+		why := make([]string, len(refs))
+		for i, st := range refs {
+			why[i] = st.Describe()
+		}
+		msg += " (" + strings.Join(why, "; ") + ")"
+	}
+	return skipped(msg)
 }
 
 // tryTarget makes up to step.Attempts attempts at one target; between two

@@ -8,8 +8,10 @@ import (
 )
 
 // Transport is an http.RoundTripper that answers every request with its
-// script, in process. The fake provider kind uses it under the openai
-// adapter.
+// script, in process: in the Anthropic Messages wire format on a
+// .../messages path (count_tokens too), in the Chat Completions format
+// otherwise. The fake provider kind uses it under the openai adapter, and
+// under the anthropic adapter for Messages when it lists messages in apis.
 type Transport struct {
 	Script *Script
 }
@@ -26,6 +28,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s := t.Script
 	rq := parseRequest(body)
+	msgs := isMessages(req.URL.Path)
+	if isCountTokens(req.URL.Path) {
+		b := countTokensBody(rq)
+		return response(req, 200, http.Header{"Content-Type": {"application/json"}}, io.NopCloser(bytes.NewReader(b)), len(b)), nil
+	}
 	switch s.Fail {
 	case "reset":
 		return nil, errReset
@@ -41,6 +48,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			h.Set("Retry-After", "1")
 		}
 		b := errorBody(s.Status)
+		if msgs {
+			b = messagesErrorBody(s.Status)
+		}
 		return response(req, s.Status, h, io.NopCloser(bytes.NewReader(b)), len(b)), nil
 	}
 	if !rq.stream {
@@ -48,6 +58,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		b := completion(s, rq)
+		if msgs {
+			b = messagesCompletion(s, rq)
+		}
 		if s.Fail == "after_chunks" {
 			return response(req, 200, http.Header{"Content-Type": {"application/json"}},
 				io.NopCloser(io.MultiReader(bytes.NewReader(b[:len(b)/2]), errReader{})), len(b)), nil
@@ -56,7 +69,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		err := writeStream(ctx, s, rq, pw, func() {})
+		write := writeStream
+		if msgs {
+			write = writeMessagesStream
+		}
+		err := write(ctx, s, rq, pw, func() {})
 		if err == nil {
 			err = io.EOF
 		}

@@ -98,6 +98,9 @@ type Status struct {
 	// variable name, never a secret) of a key that could not be resolved;
 	// such a key has no fingerprint and is never picked.
 	Ref string `json:"ref,omitempty"`
+	// RefKind says what Ref names: "env" (an environment variable) or
+	// "ssm" (an SSM parameter).
+	RefKind string `json:"ref_kind,omitempty"`
 	// Headroom is the provider's last reported remaining quota.
 	Headroom []Limit `json:"headroom,omitempty"`
 }
@@ -112,6 +115,22 @@ const (
 	// (access denied, throttling, a timeout).
 	ReasonUnresolved = "unresolved"
 )
+
+// Describe says, for people, why a key that could not be resolved is not
+// in service ("environment variable OPENAI_API_KEY is not set"). It names
+// the reference, never a secret.
+func (s Status) Describe() string {
+	switch {
+	case s.RefKind == "env" && s.Reason == ReasonMissing:
+		return "environment variable " + s.Ref + " is not set"
+	case s.RefKind == "env":
+		return "environment variable " + s.Ref + " could not be read"
+	case s.Reason == ReasonMissing:
+		return "SSM parameter " + s.Ref + " does not exist"
+	default:
+		return "SSM parameter " + s.Ref + " could not be read"
+	}
+}
 
 // ErrNotFound is wrapped by key resolvers when a reference names no
 // secret at all, as opposed to failing to read it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,8 +47,12 @@ routes:
 		return s, ok, nil
 	}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	ks := res.Keys
-	if len(res.Unresolved) != 0 {
-		t.Fatalf("unresolved %v: every reference resolved or resolved to nothing", res.Unresolved)
+	// An unset variable is listed as missing, by name, for /healthz and
+	// the error of a target left without a key.
+	if u := res.Unresolved; len(u) != 2 || len(u["a"]) != 1 || len(u["b"]) != 1 ||
+		!reflect.DeepEqual(u["a"][0], Status{Reason: ReasonMissing, Ref: "MISSING", RefKind: "env"}) ||
+		u["b"][0].Describe() != "environment variable MISSING is not set" {
+		t.Fatalf("unresolved %+v: the unset variables, by name", res.Unresolved)
 	}
 	a := ks["a"]
 	if len(a) != 3 || a[0] != NewKey("s1", 0) || a[1] != NewKey("s2", 7) || a[2] != NewKey("s3", 3) {
@@ -59,8 +64,8 @@ routes:
 	if _, ok := ks["c"]; ok {
 		t.Fatal("provider c has no keys configured: it must be absent")
 	}
-	if n := strings.Count(logs.String(), "provider key skipped"); n != 2 {
-		t.Fatalf("%d skip warnings, want 2:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), "provider key skipped: environment variable MISSING is not set"); n != 2 {
+		t.Fatalf("%d skip warnings naming the variable, want 2:\n%s", n, logs.String())
 	}
 
 	boom := fmt.Errorf("ssm down")

@@ -31,13 +31,17 @@ type Resolution struct {
 	// zero Key for it); one whose references all failed has an empty list.
 	Keys map[string][]Key
 	// Unresolved maps provider id -> the keys whose reference failed to
-	// resolve (no fingerprint; Ref and Reason set), for /healthz.
+	// resolve or resolved to nothing (an unset environment variable: reason
+	// missing), with no fingerprint and Ref, RefKind and Reason set, for
+	// /healthz and the error of a target that has no key left.
 	Unresolved map[string][]Status
 }
 
 // Resolve resolves every provider's key references in cfg. It is the one
 // place key references are resolved. A reference that resolves to nothing
-// is skipped with a warning; one whose resolution fails is skipped too,
+// is skipped with a warning naming the provider and the reference (the
+// environment variable that is not set) and listed in Unresolved as
+// missing; one whose resolution fails is skipped too,
 // logged by name (never a secret), reported to onError (when not nil) and
 // listed in Unresolved: one missing key never stops the rest of the config.
 // A key's priority is its configured priority, else its index in the list.
@@ -59,10 +63,13 @@ func Resolve(ctx context.Context, cfg *config.Config, resolve Resolver, log *slo
 				continue
 			}
 			if !ok {
+				st := Status{Reason: ReasonMissing}
+				st.Ref, st.RefKind = refName(ref)
 				if log != nil {
-					log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: its reference resolves to nothing",
-						slog.String("provider", id), slog.Int("key_index", i))
+					log.LogAttrs(ctx, slog.LevelWarn, "provider key skipped: "+st.Describe(),
+						slog.String("provider", id), slog.Int("key_index", i), slog.String("ref", st.Ref))
 				}
+				out.Unresolved[id] = append(out.Unresolved[id], st)
 				continue
 			}
 			prio := ref.Priority
@@ -83,14 +90,19 @@ func unresolved(ctx context.Context, log *slog.Logger, provider string, i int, r
 	if errors.Is(err, ErrNotFound) {
 		reason = ReasonMissing
 	}
-	name := ref.SSM
-	if name == "" {
-		name = ref.Env
-	}
+	name, kind := refName(ref)
 	if log != nil {
 		log.LogAttrs(ctx, slog.LevelError, "provider key skipped: its reference could not be resolved",
 			slog.String("provider", provider), slog.Int("key_index", i), slog.String("ref", name),
 			slog.String("reason", reason), slog.String("error", err.Error()))
 	}
-	return Status{Reason: reason, Ref: name}
+	return Status{Reason: reason, Ref: name, RefKind: kind}
+}
+
+// refName returns what a reference names and its kind (env or ssm).
+func refName(ref config.KeyRef) (name, kind string) {
+	if ref.SSM != "" {
+		return ref.SSM, "ssm"
+	}
+	return ref.Env, "env"
 }

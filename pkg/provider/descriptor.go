@@ -9,9 +9,10 @@ import (
 )
 
 // Descriptor is everything the gateway knows about one provider kind. The
-// kind's adapter package owns it (its descriptor.go) and
-// pkg/provider/registry lists it, one line per kind; nothing outside the
-// adapter switches on a kind name.
+// kind's adapter package owns it (its descriptor.go, whose init registers
+// Config with config.RegisterKind) and pkg/provider/registry lists it, one
+// line per kind; nothing outside the adapter switches on a kind name. The
+// steps of adding a kind: docs/providers.md, "Adding a provider kind".
 //
 // What a kind honours follows from the APIs it speaks (Config.Speaks and
 // Config.APIs): a request holding a feature only its own API can carry

@@ -276,12 +276,14 @@ routes:
 				State string `json:"state"`
 			} `json:"breaker"`
 			Keys []struct {
-				Fingerprint string `json:"fingerprint"`
+				Fingerprint, Reason, Ref string
 			} `json:"keys"`
 		} `json:"targets"`
 	}
 	json.Unmarshal([]byte(body), &h)
-	if len(h.Targets) != 2 || h.Targets[0].Breaker.State != "closed" || len(h.Targets[0].Keys) != 1 || !strings.HasPrefix(h.Targets[0].Keys[0].Fingerprint, "k-") {
+	// The unset variable's key is listed by the variable's name, as missing.
+	if len(h.Targets) != 2 || h.Targets[0].Breaker.State != "closed" || len(h.Targets[0].Keys) != 2 || !strings.HasPrefix(h.Targets[0].Keys[0].Fingerprint, "k-") ||
+		h.Targets[0].Keys[1].Fingerprint != "" || h.Targets[0].Keys[1].Reason != "missing" || h.Targets[0].Keys[1].Ref != "TEST_UNSET_KEY" {
 		t.Errorf("healthz = %s", body)
 	}
 	// The key is sent as a Bearer token; the unset one is skipped, never "Bearer ".

@@ -3,9 +3,11 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/keyledger"
@@ -90,18 +92,49 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) 
 // targetHealth is one target in GET /healthz. It names keys only by
 // fingerprint.
 type targetHealth struct {
-	ID       string             `json:"id"`
-	Provider string             `json:"provider"`
-	Kind     string             `json:"kind"`
-	Model    string             `json:"model"`
-	Disabled bool               `json:"disabled,omitempty"`
-	Breaker  breaker.Snapshot   `json:"breaker"`
-	Keys     []keyledger.Status `json:"keys,omitempty"`
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	Kind     string `json:"kind"`
+	Model    string `json:"model"`
+	Disabled bool   `json:"disabled,omitempty"`
+	// Status is "degraded" when the provider is configured with keys and
+	// none is usable now (Reason says why: the environment variable that
+	// is not set, ...); empty otherwise.
+	Status  string             `json:"status,omitempty"`
+	Reason  string             `json:"reason,omitempty"`
+	Breaker breaker.Snapshot   `json:"breaker"`
+	Keys    []keyledger.Status `json:"keys,omitempty"`
+}
+
+// keyHealth returns a target's status and reason from its keys: degraded
+// when the provider has keys configured and none of them is usable now.
+func keyHealth(p *config.Provider, keys []keyledger.Status) (status, reason string) {
+	if len(p.Keys) == 0 {
+		return "", ""
+	}
+	var why []string
+	for _, k := range keys {
+		switch {
+		case k.Available:
+			return "", ""
+		case k.Ref != "":
+			why = append(why, k.Describe())
+		case k.Reason != "" && !slices.Contains(why, k.Reason):
+			why = append(why, k.Reason)
+		}
+	}
+	reason = "no usable provider key"
+	if len(why) > 0 {
+		reason += ": " + strings.Join(why, "; ")
+	}
+	return "degraded", reason
 }
 
 // health serves GET /healthz: every target's breaker and key state,
 // including configured keys that are not in service because their
-// reference did not resolve (keys.Status Ref and Reason).
+// reference did not resolve (keys.Status Ref and Reason). The status is
+// "degraded", and so is the target's, when a target's provider has keys
+// configured and none is usable (an unset environment variable, ...).
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 	rt := h.current.Load()
 	out := struct {
@@ -125,6 +158,9 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 				Breaker: h.up.Breakers.Snapshot(id), Keys: append(h.up.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
 			if t.Breaker != "" {
 				th.Breaker.Forced = breaker.Force(t.Breaker)
+			}
+			if th.Status, th.Reason = keyHealth(p, th.Keys); th.Status != "" {
+				out.Status = th.Status
 			}
 			out.Targets = append(out.Targets, th)
 		}

@@ -139,6 +139,7 @@ func (h *Handler) Reload(ctx context.Context, cfg *config.Config) error {
 	h.up.Keys.SetKeys(res.Keys)
 	rt := &runtimeState{cfg: cfg, unresolved: res.Unresolved, router: &failover.Router{
 		Providers: provs, Breakers: h.up.Breakers, Keys: h.up.Keys, Budget: h.up.Budget, Now: h.now, Sleep: h.up.Sleep,
+		Unresolved: res.Unresolved,
 	}}
 	if b, ok := h.up.Breakers.(interface{ SetSettings(config.BreakerSettings) }); ok {
 		b.SetSettings(cfg.Breaker) // the shared breaker follows the config's rules

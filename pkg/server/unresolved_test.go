@@ -76,3 +76,52 @@ routes:
 	}
 
 }
+
+// TestUnsetKeyVariableIsNamed: a provider whose only key is an environment
+// variable that is not set is named with the variable in the start-up
+// warning, reported degraded in /healthz with the variable as the reason,
+// and a request gets a 502 naming the variable (never a key value).
+func TestUnsetKeyVariableIsNamed(t *testing.T) {
+	const unset = "LLMGW_TEST_KEY_THAT_IS_NEVER_SET"
+	up := newUpstream(t, okHandler)
+	cfg := fastPolicy + `
+providers:
+  p0: {kind: openai, base_url: "` + up.URL + `/v1", keys: [{env: ` + unset + `}]}
+  free: {kind: openai, base_url: "` + up.URL + `/v1"}
+routes:
+  alpha: {targets: [{provider: p0, model: a}]}
+  beta: {targets: [{provider: free, model: a}]}
+`
+	g := newGateway(t, cfg, func(o *server.Options) { o.ResolveKey = keyledger.Env })
+	if !strings.Contains(g.logs.String(), "provider key skipped: environment variable "+unset+" is not set") ||
+		!strings.Contains(g.logs.String(), `"provider":"p0"`) {
+		t.Errorf("the warning does not name the provider and the variable: %s", g.logs.String())
+	}
+	hr, err := http.Get(g.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, hr.Body)
+	var h struct {
+		Status  string `json:"status"`
+		Targets []struct {
+			ID, Status, Reason string
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(body), &h); err != nil || len(h.Targets) != 2 {
+		t.Fatalf("healthz: %s", body)
+	}
+	if h.Status != "degraded" || h.Targets[0].ID != "p0/a" || h.Targets[0].Status != "degraded" ||
+		h.Targets[0].Reason != "no usable provider key: environment variable "+unset+" is not set" ||
+		h.Targets[1].Status != "" {
+		t.Errorf("healthz: %s", body)
+	}
+	resp := g.post(t, `{"model":"alpha","messages":[{"role":"user","content":"x"}]}`)
+	out := readAll(t, resp.Body)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(out, "environment variable "+unset+" is not set") {
+		t.Errorf("status %d: %s", resp.StatusCode, out)
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Errorf("%d upstream calls without a key", n)
+	}
+}

@@ -6,6 +6,7 @@ package store
 //	shape            PK                                SK
 //	breaker state    breaker#<target>                  state
 //	breaker window   breaker#<target>                  win#<time>
+//	breaker latency  breaker#<target>                  lat#<time>
 //	breaker probes   breaker#<target>                  probe#<time>
 //	retry budget     retry#<provider>                  win#<time>
 //	ledger           ledger#<provider>#<fingerprint>   model#<model>
@@ -13,7 +14,7 @@ package store
 //	budget           budget#<team>                     tag#<tag>#<window>#<time>
 //	usage record     usage#<team>#<yyyy-mm-dd>         <time>#<requestID>
 //	rollup           rollup#<team>                     day#<yyyy-mm-dd>
-//	last good config config#<ssm path>                 lastgood
+//	last good config config#<ssm-path>                 lastgood
 //	cache entry      cache#team#<team>#<hash>          entry
 //	shared entry     cache#shared#<hash>               entry
 //	response owner   response#<response id>            owner

@@ -1,17 +1,22 @@
 package store
 
 import (
+	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestKeyShapes(t *testing.T) {
+// keyShapeCases is every key shape, as built and as expected.
+func keyShapeCases() []struct {
+	name      string
+	got, want Key
+} {
 	at := time.Date(2024, 5, 1, 23, 59, 58, 500, time.FixedZone("X", 2*3600)) // 21:59:58 UTC
-	cases := []struct {
-		name string
-		got  Key
-		want Key
+	return []struct {
+		name      string
+		got, want Key
 	}{
 		{"breaker", BreakerKey("openai-eu"), Key{"breaker#openai-eu", "state"}},
 		{"breaker window", BreakerWindowKey("openai-eu", at),
@@ -37,7 +42,10 @@ func TestKeyShapes(t *testing.T) {
 		{"response owner", ResponseOwnerKey("resp_67cc#1"), Key{"response#resp_67cc%231", "owner"}},
 		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
 	}
-	for _, c := range cases {
+}
+
+func TestKeyShapes(t *testing.T) {
+	for _, c := range keyShapeCases() {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
@@ -162,5 +170,54 @@ func TestSharedStateKeyLayout(t *testing.T) {
 	probe := BreakerProbeKey("t", at).SK
 	if lo, hi := BreakerWindowSK(at.Add(-time.Hour)), BreakerWindowSK(at.Add(time.Hour)); probe >= lo && probe < hi {
 		t.Error("a window range query would select probe items")
+	}
+}
+
+// TestKeyShapeTableListsEveryShape: the table at the top of keys.go, the
+// one list of the table's key shapes, has a row for every shape built here:
+// one whose PK starts with the shape's first PK component and whose SK
+// starts with its first SK component (<time> for a timestamp).
+func TestKeyShapeTableListsEveryShape(t *testing.T) {
+	src, err := os.ReadFile("keys.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The columns start where the header's PK and SK do.
+	var rows [][2]string
+	pkCol, skCol := -1, -1
+	for _, l := range strings.Split(string(src), "\n") {
+		l, ok := strings.CutPrefix(l, "//\t")
+		if !ok {
+			continue
+		}
+		if pkCol < 0 {
+			if strings.HasPrefix(l, "shape ") {
+				pkCol, skCol = strings.Index(l, " PK ")+1, strings.Index(l, " SK")+1
+			}
+			continue
+		}
+		if len(l) <= skCol {
+			continue
+		}
+		rows = append(rows, [2]string{strings.TrimSpace(l[pkCol:skCol]), strings.TrimSpace(l[skCol:])})
+	}
+	if len(rows) < 10 {
+		t.Fatalf("read %d rows of the key-shape table", len(rows))
+	}
+	for _, c := range keyShapeCases() {
+		pk, _, _ := strings.Cut(c.want.PK, Sep)
+		sk, _, _ := strings.Cut(c.want.SK, Sep)
+		if sk != "" && sk[0] >= '0' && sk[0] <= '9' {
+			sk = "<time>"
+		}
+		found := false
+		for _, r := range rows {
+			if strings.HasPrefix(r[0], pk+Sep) && (r[1] == sk || strings.HasPrefix(r[1], sk+Sep)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s (%s / %s): no row of the key-shape table in keys.go lists it", c.name, c.want.PK, c.want.SK)
+		}
 	}
 }

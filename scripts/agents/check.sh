@@ -13,11 +13,14 @@
 #     tool round trip, a failover and a cut stream through /v1/messages; and in
 #     Bedrock mode (CLAUDE_CODE_USE_BEDROCK=1) through a dead first target;
 #   - the AWS SDK for JavaScript v3's Bedrock Runtime client (npm, version in
-#     bedrock_test.go): converse, converseStream, a cut stream, an unknown model.
+#     bedrock_test.go): converse, converseStream, a cut stream, an unknown model;
+#   - the README's Claude Code block and AI SDK snippet, as written, on the
+#     demo config.
 # Each client is installed into .llmgw/agents on first run; when npm cannot
 # install it its test is skipped, saying why.
 #
 # Usage: ./scripts/agents/check.sh [go test flags]
+. "$(dirname "$0")/../lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode|TestJSBedrockRuntime' ./scripts/agents/ "$@"
+LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -run 'TestCodexCLI|TestNodeSDKs|TestClaudeCode|TestJSBedrockRuntime|TestDocSnippets' ./scripts/agents/ "$@"

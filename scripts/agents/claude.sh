@@ -11,6 +11,7 @@
 # HOME is a throwaway directory.
 #
 # Usage: ./scripts/agents/claude.sh
+. "$(dirname "$0")/../lib/help.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LLMGW_AGENT_TESTS=1 exec go test -count=1 -v -timeout 15m -run 'TestClaudeCode' ./scripts/agents/

@@ -123,7 +123,7 @@ func runCodex(t *testing.T, bin, gatewayURL, model, prompt string) codexRun {
 	return r
 }
 
-// codexConfig is the config.toml of the README's "Point Codex CLI at the
+// codexConfig is the config.toml of docs/clients.md's "Point Codex CLI at the
 // gateway" section.
 func codexConfig(gatewayURL string) string {
 	return `model_provider = "llmgw"

@@ -1,9 +1,12 @@
 // Package registry builds provider adapters from config. Every provider
 // kind is one descriptor (provider.Descriptor), owned by its adapter
 // package, and one line in Kinds below: adding a kind is a package under
-// pkg/provider and that line; the config loader, the failover code and the
-// server never change. It is the one place that maps a configured kind to
-// its adapter.
+// pkg/provider (its adapter, its descriptor, and an init that registers the
+// descriptor's Config with config.RegisterKind, so that package's own tests
+// can load configs naming the kind) and that line; the config loader, the
+// failover code and the server never change. The steps, in full:
+// docs/providers.md, "Adding a provider kind". It is the one place that
+// maps a configured kind to its adapter.
 package registry
 
 import (
