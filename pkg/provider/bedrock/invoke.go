@@ -27,7 +27,10 @@ import (
 // carries (adaptive thinking, context_management, output_config, ...)
 // reach it with no route setting, and never go to Converse.
 //
-// The request is the client's body as Bedrock takes it
+// What Bedrock does not offer (Anthropic's server tools, MCP servers, a
+// container, Files API sources: messageswire.BedrockRefuses) is refused
+// before any call, as unsupported, so the failover engine tries the next
+// target. The request is the client's body as Bedrock takes it
 // (messageswire.ToBedrockInvoke: no model or stream, anthropic_version
 // bedrock-2023-05-31, the anthropic-beta header's values in the body's
 // anthropic_beta, context_management, output_config and thinking.display
@@ -69,6 +72,9 @@ func invokeBody(call *provider.Call, limit, defaultMax int, v *chatwire.Variant)
 // sendMessages serves a Messages request through InvokeModel (see above).
 func (a *Adapter) sendMessages(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	model := call.Model()
+	if param, what, ok := messageswire.BedrockRefuses(call.Req.Body); ok {
+		return nil, provider.Unsupported(call.Step.ID, param, what)
+	}
 	body, dropped, err := invokeBody(call, call.OutputLimit(), 0, call.Variant())
 	if err != nil {
 		return nil, err

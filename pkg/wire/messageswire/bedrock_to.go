@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
@@ -197,4 +199,38 @@ func invokeWithout(obj []byte, key string) ([]byte, bool) {
 		return obj, false
 	}
 	return append(out, '}'), true
+}
+
+// bedrockServerTools are the tool type prefixes of Anthropic's server
+// tools, which run on Anthropic's side and which Bedrock does not offer.
+var bedrockServerTools = []string{"web_search_", "web_fetch_", "code_execution_", "mcp_toolset"}
+
+// BedrockRefuses returns the first part of a Messages request Bedrock's
+// InvokeModel cannot serve (param, where it is, and what it is), so the
+// request goes to another target instead of failing there: Anthropic's
+// server tools, MCP servers, a container, and Files API sources (Bedrock
+// has no Files API). ok is false when Bedrock can take all of it.
+func BedrockRefuses(body []byte) (param, what string, ok bool) {
+	r := gjson.ParseBytes(body)
+	for _, k := range []string{"mcp_servers", "container"} {
+		if r.Get(k).Exists() {
+			return k, "the " + k + " field", true
+		}
+	}
+	for i, t := range r.Get("tools").Array() {
+		typ := t.Get("type").String()
+		for _, p := range bedrockServerTools {
+			if strings.HasPrefix(typ, p) {
+				return "tools[" + strconv.Itoa(i) + "]", "the " + typ + " tool", true
+			}
+		}
+	}
+	for i, m := range r.Get("messages").Array() {
+		for j, b := range m.Get("content").Array() {
+			if b.Get("source.type").String() == "file" {
+				return "messages[" + strconv.Itoa(i) + "].content[" + strconv.Itoa(j) + "].source", "a Files API source", true
+			}
+		}
+	}
+	return "", "", false
 }
