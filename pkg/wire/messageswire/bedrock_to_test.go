@@ -39,10 +39,10 @@ func TestToBedrockInvoke(t *testing.T) {
 
 func TestBedrockRefuses(t *testing.T) {
 	for body, param := range map[string]string{
-		`{"tools":[{"name":"a","input_schema":{}},{"type":"web_fetch_20250910","name":"web_fetch"}]}`:         "tools[1]",
+		`{"tools":[{"name":"a","input_schema":{}},{"type":"web_fetch_20250910","name":"web_fetch"}]}`: "tools[1]",
 		`{"container":"c1"}`: "container",
 		`{"messages":[{"role":"user","content":"x"},{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`: "messages[1].content[0].source",
-		`{"tools":[{"type":"bash_20250124","name":"bash"}],"messages":[{"role":"user","content":"x"}]}`:                                  "",
+		`{"tools":[{"type":"bash_20250124","name":"bash"}],"messages":[{"role":"user","content":"x"}]}`:                                    "",
 	} {
 		p, _, ok := messageswire.BedrockRefuses([]byte(body))
 		if p != param || ok != (param != "") {
