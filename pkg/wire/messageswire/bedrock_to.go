@@ -29,6 +29,8 @@ import (
 //	                                 tool-search-tool-2025-10-19
 //	context_management, output_config, thinking.display
 //	                                 removed
+//	a message's output_config        removed (a per-turn control
+//	                                 first-party Claude Code sends)
 //	max_tokens                       lowered to the admitted cap when larger
 //
 // Every other member is sent as the client's bytes (messages, system,
@@ -36,7 +38,8 @@ import (
 // client's order; anthropic_beta and anthropic_version come last, as
 // Claude Code puts them. What was removed (a member, or a beta Bedrock does
 // not take) is returned, named as a route's translate_without names a
-// feature ("context_management", "thinking.display") or, for a beta,
+// feature ("context_management", "thinking.display",
+// "messages.output_config") or, for a beta,
 // "anthropic-beta:" and its name.
 
 // BedrockVersion is the anthropic_version InvokeModel takes for Claude.
@@ -110,6 +113,12 @@ func ToBedrockInvoke(body []byte, o BedrockInvoke) (out []byte, dropped []string
 		case bedrockDropped[k]:
 			dropped = append(dropped, k)
 			return true
+		case k == "messages":
+			var lost bool
+			v, lost = invokeMessages(v)
+			if lost {
+				dropped = append(dropped, "messages.output_config")
+			}
 		case k == "thinking":
 			var lost bool
 			v, lost = invokeWithout(v, "display")
@@ -233,4 +242,28 @@ func BedrockRefuses(body []byte) (param, what string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// invokeMessages returns the messages array without each message's
+// output_config (the other bytes kept), and whether one had it; the array
+// itself when none has.
+func invokeMessages(list []byte) ([]byte, bool) {
+	if !bytes.Contains(list, []byte(`"output_config"`)) {
+		return list, false
+	}
+	r := gjson.ParseBytes(list)
+	if !r.IsArray() {
+		return list, false
+	}
+	out, lost := []byte{'['}, false
+	r.ForEach(func(_, m gjson.Result) bool {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		v, l := invokeWithout([]byte(m.Raw), "output_config")
+		lost = lost || l
+		out = append(out, v...)
+		return true
+	})
+	return append(out, ']'), lost
 }

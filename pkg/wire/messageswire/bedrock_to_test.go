@@ -26,6 +26,14 @@ func TestToBedrockInvoke(t *testing.T) {
 	if w := []string{"thinking.display", "output_config", "context_management", "anthropic-beta:claude-code-20250219"}; !slices.Equal(dropped, w) {
 		t.Errorf("dropped %q, want %q", dropped, w)
 	}
+	// A message's output_config (a per-turn control) goes; the rest of
+	// the messages stays as it was.
+	out, dropped, err = messageswire.ToBedrockInvoke([]byte(`{"messages":[{"role":"user","content":"a"},{"role":"user", "content":[{"type":"text","text":"b"}],"output_config":{"effort":"low"}}]}`),
+		messageswire.BedrockInvoke{})
+	if err != nil || !slices.Equal(dropped, []string{"messages.output_config"}) ||
+		string(out) != `{"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b"}]}],"anthropic_version":"bedrock-2023-05-31"}` {
+		t.Errorf("%s %q %v", out, dropped, err)
+	}
 	// Nothing to drop: nothing named; a count body gets max_tokens.
 	out, dropped, err = messageswire.ToBedrockInvoke([]byte(`{"model":"m","messages":[],"thinking":{"type":"enabled","budget_tokens":1024}}`),
 		messageswire.BedrockInvoke{DefaultMaxTokens: 1})
