@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -248,5 +249,40 @@ func TestClaudeCodeRequestFailsOverFromBedrockToAnthropic(t *testing.T) {
 	got = readAll(t, resp.Body)
 	if !strings.Contains(got, "event: error") || strings.Contains(got, "message_stop") || anth.hits.Load() != hits {
 		t.Errorf("cut stream:\n%s", got)
+	}
+}
+
+// count_tokens at a route whose first target is Claude on Bedrock is
+// Bedrock's count: its CountTokens operation with the InvokeModel body,
+// for the base model behind the inference profile, never the estimate.
+func TestMessagesCountTokensOnClaudeOnBedrock(t *testing.T) {
+	bed := newBedrockUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"inputTokens":77}`))
+	})
+	g := newGateway(t, claudeOnBedrock(t, bed.URL, "http://127.0.0.1:1"))
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/messages/count_tokens?beta=true",
+		strings.NewReader(`{"model":"claude","messages":[{"role":"user","content":"hi"}],"context_management":{"edits":[]}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp.Body)
+	if resp.StatusCode != 200 || body != `{"input_tokens":77}` || resp.Header.Get("x-gateway-estimate") != "" {
+		t.Fatalf("status %d %q: %s", resp.StatusCode, resp.Header.Get("x-gateway-estimate"), body)
+	}
+	if p := bed.calls(); len(p) != 1 || p[0] != "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens" {
+		t.Errorf("bedrock calls %q", p)
+	}
+	var in struct {
+		Input struct {
+			InvokeModel struct{ Body []byte } `json:"invokeModel"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(bed.body(0), &in); err != nil || string(in.Input.InvokeModel.Body) !=
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"anthropic_version":"bedrock-2023-05-31"}` {
+		t.Errorf("count body %s (%v)", bed.body(0), err)
 	}
 }

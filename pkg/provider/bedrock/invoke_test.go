@@ -41,13 +41,16 @@ const (
 	evText      = `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`
 	evTextDelta = `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hello from Bedrock"}}`
 	evStop1     = `{"type":"content_block_stop","index":1}`
+	evTool      = `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_bdrk_01","name":"Read","input":{}}}`
+	evToolArgs  = `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"b.go\"}"}}`
+	evStop2     = `{"type":"content_block_stop","index":2}`
 	evDelta     = `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":25}}`
 	evEnd       = `{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":40,"outputTokenCount":25,"invocationLatency":900,"firstByteLatency":300,"cacheReadInputTokenCount":2000,"cacheWriteInputTokenCount":300}}`
 )
 
 func claudeChunks() []event {
 	var out []event
-	for _, e := range []string{evStart, evThinking, evThinkText, evSignature, evStop0, evText, evTextDelta, evStop1, evDelta, evEnd} {
+	for _, e := range []string{evStart, evThinking, evThinkText, evSignature, evStop0, evText, evTextDelta, evStop1, evTool, evToolArgs, evStop2, evDelta, evEnd} {
 		out = append(out, chunk(e))
 	}
 	return out
@@ -62,7 +65,7 @@ const claudeCodeBody = `{"model":"claude","max_tokens":32000,"stream":true,` +
 	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"package a","cache_control":{"type":"ephemeral","ttl":"1h"}}]}],` +
 	`"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],` +
 	`"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}}},"cache_control":{"type":"ephemeral"}},{"name":"Grep","defer_loading":true,"input_schema":{"type":"object"}}],` +
-	`"metadata":{"user_id":"u-1"},"thinking":{"type":"adaptive","display":"summarized"},` +
+	`"metadata":{"user_id":"u-1"},"tool_choice":{"type":"auto"},"stop_sequences":["END"],"top_k":40,"thinking":{"type":"adaptive","display":"summarized"},` +
 	`"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"output_config":{"effort":"high"}}`
 
 const claudeCodeBetas = "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,advanced-tool-use-2025-11-20"
@@ -125,7 +128,7 @@ func TestClaudeMessagesGoToInvokeWithResponseStreamWithTheClientsBody(t *testing
 	// Byte-exact: what the model reads, and what it must get back as it
 	// sent it (signatures, redacted thinking, cache_control, documents).
 	client := []byte(claudeCodeBody)
-	for _, path := range []string{"messages", "system", "tools", "metadata", "max_tokens"} {
+	for _, path := range []string{"messages", "system", "tools", "metadata", "max_tokens", "tool_choice", "stop_sequences", "top_k"} {
 		if got, want := gjson.GetBytes(sent, path).Raw, gjson.GetBytes(client, path).Raw; got != want {
 			t.Errorf("%s\n got %s\nwant %s", path, got, want)
 		}
@@ -153,7 +156,7 @@ func TestClaudeMessagesGoToInvokeWithResponseStreamWithTheClientsBody(t *testing
 
 	// The frames are Anthropic's, one per chunk; the invocation metrics
 	// are Bedrock's and stay behind.
-	want := []string{evStart, evThinking, evThinkText, evSignature, evStop0, evText, evTextDelta, evStop1, evDelta, `{"type":"message_stop"}`}
+	want := []string{evStart, evThinking, evThinkText, evSignature, evStop0, evText, evTextDelta, evStop1, evTool, evToolArgs, evStop2, evDelta, `{"type":"message_stop"}`}
 	if len(frames) != len(want) {
 		t.Fatalf("%d frames: %q", len(frames), frames)
 	}
@@ -162,8 +165,8 @@ func TestClaudeMessagesGoToInvokeWithResponseStreamWithTheClientsBody(t *testing
 			t.Errorf("frame %d = %q", i, frames[i])
 		}
 	}
-	if evs[0].Flags&exchange.HasContent != 0 || evs[2].Flags&exchange.HasContent == 0 || evs[8].Flags&exchange.HasFinish == 0 ||
-		evs[8].Finish != "stop" || evs[8].Stop != "end_turn" || evs[0].RawAPI != exchange.Messages {
+	if evs[0].Flags&exchange.HasContent != 0 || evs[2].Flags&exchange.HasContent == 0 || evs[8].Flags&exchange.HasContent == 0 || evs[11].Flags&exchange.HasFinish == 0 ||
+		evs[11].Finish != "stop" || evs[11].Stop != "end_turn" || evs[0].RawAPI != exchange.Messages {
 		t.Errorf("flags %+v", evs)
 	}
 	if u := s.Usage(); u != (exchange.TokenUsage{Input: 2340, Output: 25, CacheRead: 2000, CacheWrite: 300}) {

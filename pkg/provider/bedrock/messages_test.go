@@ -130,11 +130,11 @@ func TestMessagesSDKOverClaudeOnBedrockInvoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Content) != 2 || first.Content[0].Thinking != "Look at a.go." || first.Content[0].Signature != "EqQBCkYIBxgCKkB+bedrock/sig==" ||
+	if len(first.Content) != 3 || first.Content[2].Name != "Read" || string(first.Content[2].Input) != `{"path":"b.go"}` || first.Content[0].Thinking != "Look at a.go." || first.Content[0].Signature != "EqQBCkYIBxgCKkB+bedrock/sig==" ||
 		first.Content[1].Text != "Hello from Bedrock" || first.StopReason != "end_turn" || first.Usage.CacheReadInputTokens != 2000 || first.Usage.OutputTokens != 25 {
 		t.Fatalf("first turn = %s", first.RawJSON())
 	}
-	params.Messages = append(msgs, first.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock("Go on.")))
+	params.Messages = append(msgs, first.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_bdrk_01", "package b", false)))
 	client2 := messagesGateway(t, f, model)
 	if _, err := readMessage(t, client2.Messages.NewStreaming(context.Background(), params)); err != nil {
 		t.Fatal(err)
