@@ -25,6 +25,12 @@ type Kind struct {
 	// speaks (Provider.APIs); none: the kind takes no apis, it speaks
 	// Speaks and translates the rest.
 	APIs []string
+	// TargetSpeaks, when set, reports whether a target of this kind with
+	// this model and these options (Target.Options) speaks a client API
+	// natively even though its provider does not (Bedrock: the Messages
+	// API, through InvokeModel, for Anthropic's models). Nil: a target
+	// speaks what its provider speaks (Provider.Speaks).
+	TargetSpeaks func(api, model string, opts map[string]string) bool
 	// AuthHeader is the header a key goes in unless the provider's
 	// auth_header says otherwise ("authorization": a Bearer token).
 	// Empty: the kind takes no keys (Bedrock signs with the AWS credential
@@ -195,4 +201,16 @@ func BaseURLOptional(def string) func(at Path, p *Provider) error {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return s != "" && err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// SpeaksAt reports whether target s of the provider speaks a client API
+// natively, so a request on it passes through (with every feature only
+// that API carries): when the provider does (Speaks), or its kind says
+// the target's model does (Kind.TargetSpeaks).
+func (p *Provider) SpeaksAt(api string, s Step) bool {
+	if p.Speaks(api) {
+		return true
+	}
+	k := p.kind()
+	return k.TargetSpeaks != nil && k.TargetSpeaks(api, s.Model, s.Options)
 }

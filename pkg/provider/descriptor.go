@@ -15,8 +15,9 @@ import (
 // steps of adding a kind: docs/providers.md, "Adding a provider kind".
 //
 // What a kind honours follows from the APIs it speaks (Config.Speaks and
-// Config.APIs): a request holding a feature only its own API can carry
-// (exchange.Request.Untranslated) is served only by a provider speaking
+// Config.APIs, per provider; Config.TargetSpeaks, per target, by its
+// model): a request holding a feature only its own API can carry
+// (exchange.Request.Untranslated) is served only by a target speaking
 // that API; every other request is translated from the canonical form.
 type Descriptor struct {
 	// Config is the kind as the config loader sees it: its name, the APIs

@@ -153,30 +153,20 @@ func (x *exchangeState) setGatewayHeaders() {
 	}
 }
 
-// noteDropped says which request features the serving target went without:
-// when it does not speak the client's API and the route's
-// translate_without let it drop some (the only way such a target serves a
-// request holding them), the response carries x-gateway-dropped-features
-// and the record lists them.
-//
-// A translating adapter that dropped a part of the Prompt it cannot carry
-// (provider.Refuse) noted it on the trace; those of the serving target are
-// listed too.
+// noteDropped says which request features the serving target went without,
+// as noted on the trace by target: the features only the client's API
+// carries, when the target does not speak it and the route's
+// translate_without let them drop (the provider registry's guard), the
+// parts of the Prompt a translating adapter could not carry
+// (provider.Refuse), and what a near-passthrough adapter left out (Claude
+// on Bedrock's InvokeModel). The response carries
+// x-gateway-dropped-features and the record lists them.
 func (x *exchangeState) noteDropped() {
 	req := x.req
-	p, ok := x.rt.cfg.Providers[req.Trace.Provider]
-	if !ok || p.Speaks(string(req.API)) {
+	if req.Trace.Target == "" {
 		return
 	}
-	keys := req.Trace.DroppedBy(req.Trace.Target)
-	for _, f := range req.Untranslated {
-		k := f.Key
-		if k == "" {
-			k = exchange.FeatureKey(f.Param)
-		}
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
+	for _, k := range req.Trace.DroppedBy(req.Trace.Target) {
 		if !slices.Contains(x.rec.DroppedFeatures, k) {
 			x.rec.DroppedFeatures = append(x.rec.DroppedFeatures, k)
 		}

@@ -2,7 +2,10 @@
 # Runs the real Claude Code CLI (npm @anthropic-ai/claude-code, the version
 # pinned in claude_test.go unless CLAUDE_CODE_VERSION is set) against the
 # gateway and fake Anthropic upstreams on loopback: a plain answer, a tool
-# round trip, a failover before the first token, and a stream cut after it.
+# round trip, a failover before the first token, and a stream cut after it;
+# and against fake Bedrock runtimes (claude_bedrock_test.go): its own
+# Bedrock-mode body compared with the gateway's for the same turn, and a
+# route over Anthropic and Bedrock failing over both ways.
 # Claude Code is installed with npm into a cache directory
 # (LLMGW_AGENT_CACHE, default ~/.cache/llmgw-agents) on first use; set
 # CLAUDE_BIN to use an installed binary instead. The check skips, with the

@@ -49,12 +49,8 @@ import (
 // HasContent, HasFinish with its stop_reason); an empty one (no content, no
 // output tokens) is provider.EmptyResponse.
 
-// messagesVariant is how a target's prompt variant edits a Messages body:
-// the system member (a string, or text blocks), and max_tokens.
-var messagesVariant = chatwire.MemberVariant{Prompt: "system", MaxTokens: "max_tokens",
-	Block: func(text string) []byte {
-		return append(append([]byte(`{"type":"text","text":`), jsonb.AppendString(nil, text)...), '}')
-	}}
+// messagesVariant is how a target's prompt variant edits a Messages body.
+var messagesVariant = messageswire.Variant
 
 // passthroughBody rewrites the client's body for model, the output cap
 // (the admitted cap and the variant's, provider.Call.OutputLimit) and the

@@ -1,5 +1,7 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
-// (provider kind "bedrock"). It translates the request's canonical Prompt
+// (provider kind "bedrock"), and for Claude's own Messages API on Bedrock
+// (InvokeModel: a Messages client at a target whose model is Claude is
+// served with its own body, see invoke.go). It translates the request's canonical Prompt
 // (exchange.Request.Prompt) into a Converse request,
 // calls Converse (non-streaming) or ConverseStream (streaming) through the
 // AWS SDK, and translates the answer into canonical events (exchange.Event).
@@ -250,11 +252,16 @@ func noRedirects(c aws.HTTPClient) aws.HTTPClient {
 func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api} }
 
 // Send implements provider.Provider. An embeddings request goes to
-// InvokeModel (embed.go). Any other request is translated (and
+// InvokeModel (embed.go); a Messages request at a target whose model is
+// Claude to InvokeModel or InvokeModelWithResponseStream with the client's
+// own body (invoke.go). Any other request is translated to Converse (and
 // refused, if it asks for what bedrock cannot do) before any call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	if call.Req.API == exchange.Embeddings {
 		return a.sendEmbeddings(ctx, call)
+	}
+	if call.Req.API == exchange.Messages && speaksMessages(call.Model(), call.Step.Options) {
+		return a.sendMessages(ctx, call)
 	}
 	model := call.Model()
 	tr := converter{call: call, target: a.id + "/" + model, claude: claude(model, call.Step.Options)}

@@ -6,14 +6,18 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/modelid"
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
 // Descriptor is provider kind "bedrock": Bedrock Runtime's Converse and
 // ConverseStream (and InvokeModel for embeddings) in region, or at
-// endpoint. It speaks none of the client APIs: every request is
-// translated, embeddings too (Titan and Cohere models). It takes no keys:
+// endpoint. A target whose model is Claude speaks the Messages API
+// (TargetSpeaks: InvokeModel and InvokeModelWithResponseStream with the
+// client's body, so no Messages feature keeps it out of a route); every
+// other request is translated, embeddings too (Titan and Cohere models).
+// It takes no keys:
 // the AWS credential chain signs every request. Its targets take
 // options prompt_caching (on|off) and base_model, and a model id that is a
 // cross-region inference profile or an ARN is priced as its base model.
@@ -35,6 +39,9 @@ var Descriptor = &provider.Descriptor{
 			},
 		},
 		BaseModel: modelid.Base,
+		TargetSpeaks: func(api, model string, opts map[string]string) bool {
+			return api == string(exchange.Messages) && speaksMessages(model, opts)
+		},
 	},
 	TranslatesEmbeddings: true,
 	New: func(ctx context.Context, id string, p *config.Provider, _ *http.Client) (provider.Provider, error) {

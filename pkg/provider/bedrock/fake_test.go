@@ -21,7 +21,9 @@ import (
 // This file is a fake Bedrock runtime endpoint that speaks the real wire
 // protocol: Converse answers JSON as the REST API does, ConverseStream
 // answers application/vnd.amazon.eventstream with binary event-stream
-// frames, and errors carry X-Amzn-ErrorType. The real SDK client is
+// frames, and errors carry X-Amzn-ErrorType. InvokeModel and CountTokens
+// answer JSON, InvokeModelWithResponseStream an event stream of chunk
+// events (chunkEvents). The real SDK client is
 // pointed at it, signs its requests with fake static credentials and
 // decodes its answers.
 
@@ -108,7 +110,7 @@ func (f *fakeBedrock) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, rp.body)
 		return
 	}
-	if strings.HasSuffix(r.URL.Path, "/converse") {
+	if strings.HasSuffix(r.URL.Path, "/converse") || strings.HasSuffix(r.URL.Path, "/invoke") || strings.HasSuffix(r.URL.Path, "/count-tokens") {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, rp.body)
 		return

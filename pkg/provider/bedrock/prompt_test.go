@@ -11,13 +11,16 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider"
 )
 
-// promptWire sends a Prompt (as the Messages ingress decodes it) through the
-// adapter and the real SDK to the fake, for target model m, and returns the
-// Converse body on the wire, or the refusal.
+// promptWire sends a Prompt (as an ingress decodes it) through the adapter
+// and the real SDK to the fake, for target model m, and returns the
+// Converse body on the wire, or the refusal. The request is a Chat
+// Completions client's: a Messages client's goes to InvokeModel with its
+// own body at a Claude target (invoke_test.go), every other API's prompt
+// is translated to Converse.
 func promptWire(t *testing.T, m string, p *exchange.Prompt, allow ...string) ([]byte, *exchange.Request, error) {
 	t.Helper()
 	f := newFake(t, reply{body: okConverse})
-	req := &exchange.Request{API: exchange.Messages, Prompt: p, Policy: config.Policy{TranslateWithout: allow}}
+	req := &exchange.Request{API: exchange.Chat, Prompt: p, Policy: config.Policy{TranslateWithout: allow}}
 	call := &provider.Call{Req: req, Step: config.Step{ID: "br/" + m, Model: m, MaxTokens: 4096}}
 	if _, err := newAdapter(t, f).Send(context.Background(), call); err != nil {
 		if n := len(f.requests()); n != 0 {
