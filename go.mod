@@ -25,8 +25,10 @@ require (
 	github.com/tidwall/gjson v1.20.2
 	github.com/tsenart/vegeta/v12 v12.13.0
 	go.etcd.io/bbolt v1.5.0
+	go.opentelemetry.io/proto/otlp v1.11.1
 	go.yaml.in/yaml/v2 v2.4.2
 	go.yaml.in/yaml/v3 v3.0.6
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -87,6 +89,5 @@ require (
 	golang.org/x/tools v0.52.0 // indirect
 	golang.org/x/tools/cmd/godoc v0.1.0-deprecated // indirect
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
-	google.golang.org/protobuf v1.34.2 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )

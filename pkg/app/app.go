@@ -73,8 +73,17 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	}
 	// The config source and the background loops, closed after the
 	// components that hold data (Gateway.Shutdown).
+	g.obs.reloads.Applied(fileVersion(o.ConfigPath), time.Now())
 	if o.ConfigPath != "" {
-		g.run("config watcher", func(ctx context.Context) { watchConfig(ctx, o.ConfigPath, o.ReloadEvery, g.Reload, log) })
+		reload := func(ctx context.Context, cfg *config.Config) error {
+			err := g.Reload(ctx, cfg)
+			if err == nil {
+				g.obs.reloads.Applied(fileVersion(o.ConfigPath), time.Now())
+			}
+			return err
+		}
+		failed := func(err error) { g.obs.reloads.Failed(err, time.Now()) }
+		g.run("config watcher", func(ctx context.Context) { watchConfig(ctx, o.ConfigPath, o.ReloadEvery, reload, failed, log) })
 	}
 	// Keep today's rollups fresh for GET /v1/usage and the cost table.
 	g.run("rollup loop", func(ctx context.Context) { g.Roller.Loop(ctx, usage.Hourly, time.Minute) })
@@ -162,9 +171,10 @@ func SafeAddr(addr string, authConfigured bool) (string, string, error) {
 }
 
 // watchConfig hands the config file to reload (Gateway.Reload) when it
-// changes. An invalid edit keeps the config in force and is logged.
+// changes. An invalid edit keeps the config in force, is logged and is
+// told to failed (the status page's last failed reload).
 func watchConfig(ctx context.Context, path string, every time.Duration, reload func(context.Context, *config.Config) error,
-	log *slog.Logger) {
+	failed func(error), log *slog.Logger) {
 	if every <= 0 {
 		every = 2 * time.Second
 	}
@@ -188,6 +198,9 @@ func watchConfig(ctx context.Context, path string, every time.Duration, reload f
 		}
 		if err != nil {
 			log.Error("config reload failed; keeping the config in force", slog.String("error", err.Error()))
+			if failed != nil {
+				failed(err)
+			}
 			continue
 		}
 		log.Info("config reloaded", slog.String("path", path), slog.Any("models", cfg.RouteNames()))

@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/status"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage"
@@ -44,6 +45,7 @@ type Gateway struct {
 	Budget *retry.Budget
 	Roller *usage.Roller
 
+	obs     *observability          // traces, metrics, the status page's facts
 	records *asyncrecorder.Recorder // nil: records written synchronously
 	after   *afterResponse          // nil: post-response work runs in the handler
 	log     *slog.Logger
@@ -81,6 +83,14 @@ type BuildOptions struct {
 	// configured by the stack from the seeded server.cors); see
 	// server.Front.ExternalCORS.
 	ExternalCORS bool
+
+	// Reloads is told the config version in force and each failed reload
+	// by the config source, for the status page (nil: Build makes one that
+	// knows only the first config).
+	Reloads *status.Reloads
+	// ConfigPath is the SSM path of the config parameters, named by the
+	// status page's runbook commands ("": status.DefaultConfigPath).
+	ConfigPath string
 
 	// extra are components added after the built-in ones (tests).
 	extra []Component
@@ -126,17 +136,20 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	}
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
+	g.obs = newObservability(cfg, current, o.Reloads, log)
+	front := server.Front{
+		Authenticate: auth.Authenticate,
+		Admit:        limiter.Admit,
+		ExternalCORS: o.ExternalCORS,
+		Extra: map[string]http.Handler{
+			"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
+		},
+	}
+	g.obs.statusPaths(&front, status.Handler(g.obs.statusOptions(g, st, o.ConfigPath)))
 
 	h, err := server.New(ctx, cfg, server.Options{
 		Logger: log,
-		Front: server.Front{
-			Authenticate: auth.Authenticate,
-			Admit:        limiter.Admit,
-			ExternalCORS: o.ExternalCORS,
-			Extra: map[string]http.Handler{
-				"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
-			},
-		},
+		Front:  front,
 		Upstream: server.Upstream{
 			ResolveKey: o.ResolveKey,
 			OnKeyError: func(string, int, error) {
@@ -164,6 +177,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 					o.Metrics.Request(rec)
 				}
 			},
+			Observe: g.obs.observe,
+			Tap:     g.obs.tap(),
 		},
 	})
 	if err != nil {
@@ -181,6 +196,9 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	g.add(flushOnly("retry budget", g.Budget.Flush))
 	g.add(flushOnly("key ledger", g.Ledger.Wait))
 	g.add(part{name: "team limiter", flush: g.Limiter.Flush})
+	if c := g.obs.component(); c != nil {
+		g.add(c)
+	}
 	for _, c := range o.extra {
 		g.add(c)
 	}

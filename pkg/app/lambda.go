@@ -25,6 +25,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
+	"github.com/llmgw/llmgw/pkg/status"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -135,7 +136,8 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer, extra []Component) (*LambdaGateway, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
 	// The Function URL answers CORS preflights and adds the CORS headers.
-	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, extra: extra}
+	reloads := &status.Reloads{}
+	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, Reloads: reloads, ConfigPath: env.ConfigPath, extra: extra}
 	// One AWS config for every client (loading it reads the environment
 	// and the shared config files: once per cold start, not per client).
 	var awsCfg aws.Config
@@ -175,6 +177,7 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		if err != nil {
 			return nil, err
 		}
+		reloads.Applied(fileVersion(env.ConfigFile), time.Now())
 		return &LambdaGateway{Handler: g.Handler, Gateway: g}, nil
 	}
 	// Storing the booted config as the last good one is the cold start's
@@ -182,22 +185,27 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	// background (Flush waits for it).
 	var boot sync.WaitGroup
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-		OnError:    func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
+		OnError: func(err error) {
+			emf.Count(deployment.MetricConfigReloadErrors, 1)
+			reloads.Failed(err, time.Now())
+		},
 		LastGood:   &ssmconfig.LastGood{Store: readyStore{ready, &st}},
 		Background: func(f func()) { boot.Go(f) }}
 	bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
 		return loader.ResolveKey(ctx, ref, os.Getenv)
 	}
 	var g *Gateway
-	if _, err := loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
+	snap, err := loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
 		<-ready
 		built, err := Build(ctx, cfg, st, bo)
 		g = built
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		<-ready
 		return nil, err
 	}
+	reloads.Applied(snap.Digest, time.Now())
 	rh := &refreshing{g: g, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
 	rh.appliedAt.Store(time.Now().UnixNano())
 	g.add(part{name: "ssm refresher", flush: rh.wait, close: rh.close})
@@ -262,6 +270,7 @@ func (rh *refreshing) apply(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	rh.appliedAt.Store(time.Now().UnixNano())
+	rh.g.obs.reloads.Applied(rh.loader.Digest(), time.Now())
 	return nil
 }
 

@@ -36,6 +36,8 @@ type Config struct {
 	Cache CacheSettings `json:"cache,omitempty"`
 	// Moderation holds the moderation policies routes and teams name.
 	Moderation ModerationSettings `json:"moderation,omitempty"`
+	// Telemetry exports OpenTelemetry traces and metrics (off by default).
+	Telemetry TelemetrySettings `json:"telemetry,omitempty"`
 
 	chains map[string][]Step // resolved at load, see Chain
 	bases  map[string]string // "provider/model" -> a target's base_model option
@@ -165,6 +167,10 @@ type Route struct {
 	// always works too. Each id is listed by one route only and is no
 	// other route's name (validated at load).
 	BedrockModelIDs []string `json:"bedrock_model_ids,omitempty"`
+	// TraceContent exports the route's prompt and completion text on its
+	// traces (the GenAI event gen_ai.client.inference.operation.details);
+	// off by default: spans carry no content.
+	TraceContent bool `json:"trace_content,omitempty"`
 }
 
 // Target is one step of a chain: a provider and its model id, or a

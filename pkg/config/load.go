@@ -337,6 +337,9 @@ func (c *Config) prepare() error {
 	if err := c.Server.CORS.prepare(); err != nil {
 		return err
 	}
+	if err := c.Telemetry.prepare(); err != nil {
+		return err
+	}
 	c.Defaults = c.Defaults.merge(BuiltinPolicy())
 	if err := c.Defaults.validate(pathOf("defaults")); err != nil {
 		return err

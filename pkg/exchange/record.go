@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -74,6 +75,16 @@ type Record struct {
 	// ContinuedBy lists the targets that continued the stream after its
 	// target (Target) was cut; the tokens are every attempt's sum.
 	ContinuedBy []string `json:"continued_by,omitempty"`
+	// FinishReasons are the finish reasons the answer carried, in order
+	// (canonical, OpenAI's vocabulary): for traces; not stored.
+	FinishReasons []string `json:"-"`
+}
+
+// NoteFinish adds a finish reason the answer carried (once each).
+func (rec *Record) NoteFinish(reason string) {
+	if reason != "" && !slices.Contains(rec.FinishReasons, reason) {
+		rec.FinishReasons = append(rec.FinishReasons, reason)
+	}
 }
 
 // OperationCountTokens is the operation of a token-count request

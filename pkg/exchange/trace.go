@@ -18,6 +18,9 @@ type Attempt struct {
 	Continues bool          `json:"continues,omitempty"`
 	Latency   time.Duration `json:"-"`
 	LatencyM  float64       `json:"latency_ms"`
+	// Start is when the attempt began (or the target was skipped): the
+	// start of its trace span. Not stored.
+	Start time.Time `json:"-"`
 	// Stage is "" for an attempt at generating the answer, or the stage
 	// that made the call: StageModerationInput, StageModerationOutput.
 	Stage string `json:"stage,omitempty"`

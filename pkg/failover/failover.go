@@ -192,13 +192,13 @@ func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step confi
 		}
 		done, err := r.allow(ctx, step)
 		if err != nil {
-			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open"})
+			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open", Start: r.now()})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, err := r.Keys.Pick(step.Provider, slot)
 		if err != nil {
 			done(breaker.Ignored, 0)
-			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key"})
+			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key", Start: r.now()})
 			return nil, r.noKey(step, err)
 		}
 		lastKey = key.Fingerprint

@@ -228,6 +228,9 @@ func (x *exchangeState) settleAndRecord() {
 	if x.h.report.Record != nil {
 		x.h.report.Record(ctx, &x.rec)
 	}
+	if x.h.report.Observe != nil {
+		x.h.report.Observe(ctx, x.req, &x.rec)
+	}
 }
 
 // finishTimeout bounds what happens after the response: settlement and the

@@ -46,6 +46,9 @@ type Front struct {
 	// authentication; the caller is in the request context
 	// (exchange.CallerFrom).
 	Extra map[string]http.Handler
+	// Public serves paths without authentication: static content only
+	// (the status page's HTML; the data it reads is under Extra).
+	Public map[string]http.Handler
 	// ExternalCORS says CORS is handled in front of the handler (Lambda:
 	// the Function URL answers preflights and adds the Access-Control
 	// headers, configured by the stack from the seeded server.cors). The
@@ -136,4 +139,14 @@ type Reporting struct {
 	// Cost prices a finished request's usage from the config's price table
 	// (nil: cost is not computed).
 	Cost func(cfg *config.Config, rec *exchange.Record) float64
+	// Observe, when set, is told of every request once its record is
+	// complete, after Record, with the request (its trace context is in
+	// ctx: traceid.SpanFrom): traces, metrics and the status page. It
+	// must not block. Nil: off.
+	Observe func(ctx context.Context, req *exchange.Request, rec *exchange.Record)
+	// Tap, when set, is asked once per relayed answer for a function that
+	// sees each of its events in canonical form (nil: none for this
+	// request): the content capture of the routes that export it. Nil:
+	// off.
+	Tap func(req *exchange.Request) func(ev *exchange.Event)
 }

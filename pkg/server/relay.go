@@ -51,8 +51,15 @@ func (x *exchangeState) relay(src stage.Source) {
 	// next event at hand (stage.Buffered), frames are written together.
 	var buf []byte
 	buffered, _ := src.(stage.Buffered)
+	tap := x.tap()
 	ev, err := src.Next()
 	for ; err == nil; ev, err = src.Next() {
+		if ev.Finish != "" {
+			x.rec.NoteFinish(ev.Finish)
+		}
+		if tap != nil {
+			tap(&ev)
+		}
 		if !stream {
 			enc.Event(nil, &ev)
 			continue

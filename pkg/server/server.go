@@ -166,7 +166,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("x-request-id", rid)
 	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
 	rw.Header().Set("traceparent", tc.Traceparent())
-	r = r.WithContext(traceid.With(r.Context(), tc.TraceID))
+	r = r.WithContext(traceid.WithSpan(traceid.With(r.Context(), tc.TraceID), tc))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, counter := h.lookup(r.URL.Path)
 	shape := errorShape(r, in, counter)
@@ -207,6 +207,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 			return
 		}
 		h.health(w, r)
+		return
+	}
+	if ph, ok := h.front.Public[r.URL.Path]; ok {
+		ph.ServeHTTP(w, r)
 		return
 	}
 	if e := checkAuthorization(shape, r); e != nil {

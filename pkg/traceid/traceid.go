@@ -29,6 +29,10 @@ type Context struct {
 	// Source says where the trace id came from: "traceparent",
 	// "x-amzn-trace-id", "lambda" or "generated".
 	Source string
+	// ParentID is the caller's span id (the parent-id of its traceparent,
+	// or the Parent of its X-Ray header): the parent of the gateway's
+	// span. Empty when the caller gave none.
+	ParentID string
 }
 
 // Traceparent is the W3C traceparent header for calls the gateway makes:
@@ -116,7 +120,7 @@ func ParseTraceparent(v string) (Context, bool) {
 		return Context{}, false
 	}
 	f, _ := hex.DecodeString(flags)
-	return Context{TraceID: tid, SpanID: newSpan(), Sampled: f[0]&1 == 1}, true
+	return Context{TraceID: tid, SpanID: newSpan(), Sampled: f[0]&1 == 1, ParentID: strings.ToLower(pid)}, true
 }
 
 // ParseXRay reads an X-Amzn-Trace-Id header (Root=1-<8 hex>-<24 hex>,
@@ -135,6 +139,10 @@ func ParseXRay(v string) (Context, bool) {
 			c.TraceID = strings.ToLower(p[1] + p[2])
 		case "Sampled":
 			c.Sampled = val != "0"
+		case "Parent":
+			if len(val) == 16 && isHex(val) && !allZero(val) {
+				c.ParentID = strings.ToLower(val)
+			}
 		}
 	}
 	if c.TraceID == "" {
@@ -162,6 +170,24 @@ type ctxKey struct{}
 // below the front (breaker transitions).
 func With(ctx context.Context, traceID string) context.Context {
 	return context.WithValue(ctx, ctxKey{}, traceID)
+}
+
+type spanKey struct{}
+
+// WithSpan returns a context carrying the whole trace context (the
+// gateway's span and the caller's parent), for what reports the request
+// as a span after it ended.
+func WithSpan(ctx context.Context, c Context) context.Context {
+	return context.WithValue(ctx, spanKey{}, c)
+}
+
+// SpanFrom returns the trace context WithSpan stored (ok false if none).
+func SpanFrom(ctx context.Context) (Context, bool) {
+	if ctx == nil {
+		return Context{}, false
+	}
+	c, ok := ctx.Value(spanKey{}).(Context)
+	return c, ok
 }
 
 // From returns the trace id a context carries ("" if none).
