@@ -96,3 +96,30 @@ func TestContextCarriesTheTraceID(t *testing.T) {
 		t.Error("With/From lost the id")
 	}
 }
+
+// TestParentIsTheCallersSpan: the caller's span id (traceparent's
+// parent-id, X-Ray's Parent) is kept as ParentID, and WithSpan carries the
+// whole context.
+func TestParentIsTheCallersSpan(t *testing.T) {
+	c, _ := ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01")
+	if c.ParentID != "00f067aa0ba902b7" {
+		t.Errorf("traceparent parent %q", c.ParentID)
+	}
+	x, _ := ParseXRay("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+	if x.ParentID != "53995c3f42cd8ad8" {
+		t.Errorf("x-ray parent %q", x.ParentID)
+	}
+	if x, _ := ParseXRay("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=zz"); x.ParentID != "" {
+		t.Errorf("an invalid Parent was kept: %q", x.ParentID)
+	}
+	if New().ParentID != "" {
+		t.Error("a new trace has a parent")
+	}
+	got, ok := SpanFrom(WithSpan(context.Background(), c))
+	if !ok || got != c {
+		t.Errorf("SpanFrom = %+v %v", got, ok)
+	}
+	if _, ok := SpanFrom(context.Background()); ok {
+		t.Error("SpanFrom of a bare context")
+	}
+}
