@@ -24,6 +24,8 @@ const (
 	MetricFallbacks          = deployment.MetricFallbacks
 	MetricErrors5xx          = deployment.MetricErrors5xx
 	MetricTTFT               = deployment.MetricTTFT
+	MetricAttemptErrors      = deployment.MetricAttemptErrors
+	MetricAttemptTTFT        = deployment.MetricAttemptTTFT
 	MetricCostUSD            = deployment.MetricCostUSD
 	MetricBreakerOpen        = deployment.MetricBreakerOpen
 	MetricConfigReloadErrors = deployment.MetricConfigReloadErrors
@@ -227,6 +229,29 @@ func (g *Gateway) addDashboard() {
 			}, nil),
 			graph("Time to first token p99 per route (ms)", 8, []awscloudwatch.IMetric{g.search(MetricTTFT, "Route", "p99", 300, "")}, nil),
 			graph("Time to first token p50 per team (ms)", 8, []awscloudwatch.IMetric{g.search(MetricTTFT, "Team", "p50", 300, "")}, nil),
+		},
+		{
+			awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+				Markdown: jsii.String("## Per route and target\nThe fleet view of the status page (`/admin/status`, admin keys): each route's traffic, fallbacks, errors and time to first token, and each target's failed attempts by error category and its own time to first token."),
+				Width:    jsii.Number(24),
+				Height:   jsii.Number(2),
+			}),
+		},
+		{
+			graph("Fallbacks per route", 8, []awscloudwatch.IMetric{g.search(MetricFallbacks, "Route", "Sum", 300, "")}, nil),
+			graph("5xx per route", 8, []awscloudwatch.IMetric{g.search(MetricErrors5xx, "Route", "Sum", 300, "")}, nil),
+			graph("Time to first token p50 and p95 per route (ms)", 8, []awscloudwatch.IMetric{
+				g.search(MetricTTFT, "Route", "p50", 300, ""),
+				g.search(MetricTTFT, "Route", "p95", 300, ""),
+			}, nil),
+		},
+		{
+			graph("Failed attempts per target and category", 12, []awscloudwatch.IMetric{g.search(MetricAttemptErrors, "Target,Category", "Sum", 300, "")},
+				func(p *awscloudwatch.GraphWidgetProps) { p.Stacked = jsii.Bool(true) }),
+			graph("Time to first token p50 and p95 per target (ms)", 12, []awscloudwatch.IMetric{
+				g.search(MetricAttemptTTFT, "Target", "p50", 300, ""),
+				g.search(MetricAttemptTTFT, "Target", "p95", 300, ""),
+			}, nil),
 		},
 		{
 			graph("Breakers opened per target", 8, []awscloudwatch.IMetric{g.search(MetricBreakerOpen, "Target", "Sum", 300, "")}, nil),

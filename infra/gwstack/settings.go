@@ -138,6 +138,9 @@ type Settings struct {
 	// the new version: TrafficCanary, TrafficLinear or TrafficAllAtOnce
 	// (development stages); see addSafeDeploy.
 	TrafficShifting string
+	// OTelCollectorLayerARN, when set, adds that OpenTelemetry collector
+	// layer to the gateway function (CtxOTelCollectorLayerARN).
+	OTelCollectorLayerARN string
 	// LatencyThresholdMs alarms (and, during a deploy, rolls back) when the
 	// gateway's p99 time to first token over 5 minutes exceeds it, with at
 	// least AlarmMinRequests requests.
@@ -235,6 +238,7 @@ func FromContext(node constructs.Node, seedConfig []byte) (Settings, error) {
 	c.str(CtxTrafficShifting, &s.TrafficShifting)
 	s.TrafficShifting = strings.ToLower(s.TrafficShifting)
 	c.integer(CtxLatencyThreshold, &s.LatencyThresholdMs)
+	c.str(CtxOTelCollectorLayerARN, &s.OTelCollectorLayerARN)
 	if v, ok := c.raw(CtxNag); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -264,6 +268,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.StackName == "" {
 		s.StackName = "llmgw-" + s.Stage
+	}
+	if err := validateOTelLayer(s.OTelCollectorLayerARN); err != nil {
+		bad("%v", err)
 	}
 	if s.AssetDir == "" {
 		bad("assetDir is empty")

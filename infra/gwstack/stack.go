@@ -276,6 +276,7 @@ func (g *Gateway) addGateway() {
 		Role:                         role,
 		LogGroup:                     g.GatewayLogs,
 		Environment:                  g.environment(deployment.GatewayEnv()),
+		Layers:                       g.otelLayers(),
 	})
 
 	opts := &awslambda.FunctionUrlOptions{
@@ -295,6 +296,7 @@ func (g *Gateway) addGateway() {
 	g.grantProviderKeys(role)
 	g.grantBedrock(role)
 	g.grantGuardrails(role)
+	g.grantXRay(role)
 }
 
 // environment returns the values of the named variables (a function's

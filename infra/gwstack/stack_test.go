@@ -142,7 +142,11 @@ var fixtureContexts = map[string]map[string]interface{}{
 	"guardrail": {"guardrailIds": "xyz789,arn:aws:bedrock:ap-south-1:123456789012:guardrail/q1w2e3", "gatewayReservedConcurrency": "none"},
 	// allatonce: a development stage that deploys without traffic shifting.
 	"allatonce": {"trafficShifting": "all-at-once"},
+	// otel: the opt-in OpenTelemetry collector layer.
+	"otel": {"otelCollectorLayerArn": otelLayerARN},
 }
+
+const otelLayerARN = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
 
 const pinnedTableKey = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
@@ -744,6 +748,13 @@ func TestDashboard(t *testing.T) {
 		`SEARCH('{LLMGateway,Stage,Target} MetricName=\"BreakerOpen\"`,
 		`["LLMGateway","TimeToFirstTokenMs","Stage","dev",{"label":"p50","stat":"p50"}]`,
 		`["LLMGateway","TimeToFirstTokenMs","Stage","dev",{"label":"p99","stat":"p99"}]`,
+		// The per-route view (the status page's, issue 26).
+		`SEARCH('{LLMGateway,Stage,Route} MetricName=\"Fallbacks\" Stage=\"dev\"', 'Sum', 300)`,
+		`SEARCH('{LLMGateway,Stage,Route} MetricName=\"Errors5xx\" Stage=\"dev\"', 'Sum', 300)`,
+		`SEARCH('{LLMGateway,Stage,Route} MetricName=\"TimeToFirstTokenMs\" Stage=\"dev\"', 'p95', 300)`,
+		`SEARCH('{LLMGateway,Stage,Target,Category} MetricName=\"AttemptErrors\" Stage=\"dev\"', 'Sum', 300)`,
+		`SEARCH('{LLMGateway,Stage,Target} MetricName=\"AttemptTimeToFirstTokenMs\" Stage=\"dev\"', 'p95', 300)`,
+		`Per route and target`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %s", want)
@@ -999,5 +1010,47 @@ func TestSettingsRejectBadContext(t *testing.T) {
 	}
 	if s.GatewayReservedConcurrency == nil || *s.GatewayReservedConcurrency != 0 || s.GatewayTimeout.Seconds() != 90 {
 		t.Errorf("parsed %+v", s)
+	}
+}
+
+// TestOTelCollectorLayerIsOptIn: with otelCollectorLayerArn the gateway
+// function gets that layer and may send traces to X-Ray (where the
+// layer's default configuration exports them); without it, neither.
+func TestOTelCollectorLayerIsOptIn(t *testing.T) {
+	on, off := get(t, "otel"), get(t, "default")
+	gatewayLayers := func(f *fixture) any {
+		for _, r := range f.resources("AWS::Lambda::Function") {
+			p := r["Properties"].(map[string]interface{})
+			if strings.Contains(flatten(p["Description"]), "llmgw gateway") {
+				return p["Layers"]
+			}
+		}
+		t.Fatal("no gateway function")
+		return nil
+	}
+	if got := flatten(gatewayLayers(on)); !strings.Contains(got, otelLayerARN) {
+		t.Errorf("gateway layers %s, want the collector layer", got)
+	}
+	if got := gatewayLayers(off); got != nil {
+		t.Errorf("gateway layers without the setting: %v", got)
+	}
+	policies := func(f *fixture) string {
+		var b strings.Builder
+		for _, r := range f.resources("AWS::IAM::Policy") {
+			b.WriteString(flatten(r["Properties"]))
+		}
+		return b.String()
+	}
+	if p := policies(on); !strings.Contains(p, "xray:PutTraceSegments") {
+		t.Error("no X-Ray grant with the collector layer")
+	}
+	if p := policies(off); strings.Contains(p, "xray:") {
+		t.Error("an X-Ray grant without the collector layer")
+	}
+	var s Settings
+	s = DefaultSettings()
+	s.OTelCollectorLayerARN = "not-an-arn"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), CtxOTelCollectorLayerARN) {
+		t.Errorf("a bad layer ARN: %v", err)
 	}
 }

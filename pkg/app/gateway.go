@@ -175,6 +175,7 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 				record(ctx, rec)
 				if o.Metrics != nil {
 					o.Metrics.Request(rec)
+					o.Metrics.Attempts(rec)
 				}
 			},
 			Observe: g.obs.observe,

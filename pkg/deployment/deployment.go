@@ -142,6 +142,12 @@ const (
 	MetricMalformedFrames = "MalformedFrames"
 	// MetricRollupFailures counts failed rollups.
 	MetricRollupFailures = "RollupFailures"
+	// MetricAttemptErrors counts failed upstream attempts by target and
+	// error category (the dashboard's per-route view).
+	MetricAttemptErrors = "AttemptErrors"
+	// MetricAttemptTTFT is a streamed attempt's time to first token in
+	// milliseconds, by target.
+	MetricAttemptTTFT = "AttemptTimeToFirstTokenMs"
 )
 
 // CORSMethods returns the methods a page may use on the gateway: the

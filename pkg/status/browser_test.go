@@ -46,7 +46,6 @@ func browse(t *testing.T, browser, url string, width int, flags ...string) []byt
 	return out
 }
 
-
 // fleetServer serves the page and its data as the gateway's front does:
 // the page to anyone, the data to the admin key only.
 func fleetServer(t *testing.T) *httptest.Server {
