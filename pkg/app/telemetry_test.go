@@ -295,6 +295,9 @@ func TestTraceOfAFailover(t *testing.T) {
 		t.Errorf("attempts lie outside the request: root %d-%d, attempts %d, %d", root.StartTimeUnixNano, root.EndTimeUnixNano,
 			first.StartTimeUnixNano, second.EndTimeUnixNano)
 	}
+	if second.StartTimeUnixNano < first.EndTimeUnixNano {
+		t.Errorf("the fallback's span starts at %d, before the primary's ended at %d: attempts carry their own start", second.StartTimeUnixNano, first.EndTimeUnixNano)
+	}
 	if tp := <-og.upSeen; !strings.Contains(tp, tid) {
 		t.Errorf("upstream traceparent %q does not carry the trace id", tp)
 	}
