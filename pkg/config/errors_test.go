@@ -45,7 +45,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"mapping expected", "providers: {a: fake}\n" + rm,
 		`config: providers.a: expected a mapping, got string "fake" (line 1, column 16)`},
 	{"document not a mapping", "- 1\n- 2\n",
-		`config: expected a mapping of sections (server, defaults, breaker, providers, routes, teams, iam_callers, prices, usage, cache, moderation), got a list (line 1, column 1)`},
+		`config: expected a mapping of sections (server, defaults, breaker, providers, routes, teams, iam_callers, prices, usage, cache, moderation, telemetry), got a list (line 1, column 1)`},
 	{"bad duration", pa + "routes: {m: {first_token_timeout: 10 parsecs, targets: [{provider: a}]}}\n",
 		`config: routes.m.first_token_timeout: "10 parsecs" is not a duration (unknown unit " parsecs"); write it like "10s", "1.5s" or "250ms" (line 2, column 35)`},
 	{"duration without unit", pa + "routes: {m: {idle_timeout: 10, targets: [{provider: a}]}}\n",

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/deployment"
 )
 
 // IncidentParameter is the SSM parameter the runbook's incident edits go
@@ -15,7 +16,7 @@ const IncidentParameter = "90-incident"
 
 // DefaultConfigPath is the config path the commands name when the gateway
 // does not read its config from SSM (local mode): the runbook's prod path.
-const DefaultConfigPath = "/llmgw/prod/config/"
+var DefaultConfigPath = deployment.ConfigPath("prod")
 
 // Command is one runbook edit: the put-parameter command an operator
 // copies, and what it writes.
