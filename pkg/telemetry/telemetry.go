@@ -153,7 +153,7 @@ func (t *Telemetry) Tap(req *exchange.Request) func(ev *exchange.Event) {
 
 // Observe records one finished request (the server.Reporting.Observe
 // hook): its spans go on the export queue (unless the caller's
-// traceparent said not sampled), its measurements into the metrics. It
+// traceparent or X-Ray header said not sampled), its measurements into the metrics. It
 // never blocks.
 func (t *Telemetry) Observe(ctx context.Context, req *exchange.Request, rec *exchange.Record) {
 	if t == nil {
@@ -174,7 +174,10 @@ func (t *Telemetry) Observe(ctx context.Context, req *exchange.Request, rec *exc
 	if !ok {
 		tc = traceid.Context{TraceID: rec.TraceID, Sampled: true}
 	}
-	if !tc.Sampled {
+	if !tc.Sampled && tc.Source != "lambda" {
+		// The caller decided. The Lambda invocation's own X-Ray header says
+		// Sampled=0 whenever the function's X-Ray tracing is not active: it
+		// is no caller's decision, and the export is what was asked for.
 		return
 	}
 	var content *Content

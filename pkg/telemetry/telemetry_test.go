@@ -113,7 +113,8 @@ func TestOffByDefault(t *testing.T) {
 }
 
 // TestUnsampledCallerIsNotExported: a traceparent whose sampled flag is 0
-// exports no span.
+// exports no span; the Lambda environment's unsampled X-Ray id does not
+// count as the caller's decision.
 func TestUnsampledCallerIsNotExported(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
@@ -125,6 +126,15 @@ func TestUnsampledCallerIsNotExported(t *testing.T) {
 	tel.Flush(context.Background())
 	if s := tel.Stats(); s.Exported != 0 || s.Dropped != 0 {
 		t.Errorf("stats %+v: an unsampled trace was exported", s)
+	}
+	// The Lambda invocation's X-Ray header (Sampled=0 whenever the
+	// function's X-Ray tracing is off) is not the caller's decision.
+	lc, _ := traceid.ParseXRay("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0")
+	lc.Source = "lambda"
+	tel.Observe(traceid.WithSpan(context.Background(), lc), nil, &exchange.Record{Time: time.Unix(1, 0), Outcome: "ok"})
+	tel.Flush(context.Background())
+	if s := tel.Stats(); s.Exported != 1 {
+		t.Errorf("stats %+v: the Lambda-only trace was not exported", s)
 	}
 }
 
