@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,9 +38,19 @@ func browse(t *testing.T, browser, url string, width int, flags ...string) []byt
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// The profile is removed best-effort: a helper's late write must not
+	// fail the test, as t.TempDir's cleanup would.
+	profile, err := os.MkdirTemp("", "chromium-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=15000", "--window-size=" + strconv.Itoa(width) + ",2900"}, flags...)
-	out, err := exec.CommandContext(ctx, browser, append(args, url)...).Output()
+		"--user-data-dir=" + profile, "--virtual-time-budget=15000", "--window-size=" + strconv.Itoa(width) + ",2900"}, flags...)
+	cmd := exec.CommandContext(ctx, browser, append(args, url)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.Output()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left in its process group
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
