@@ -96,7 +96,10 @@ func indentNote(b []byte, l int) string {
 			continue
 		}
 		a, c := indent(lines[l-1]), indent(lines[p])
-		if a == c {
+		// Equal indentation, a line deeper than the "key:" that opens its
+		// block, or a fault inside a flow collection ([...] or {...}) says
+		// nothing about indentation.
+		if a == c || a > c && bytes.HasSuffix(t, []byte(":")) || bytes.ContainsAny(lines[l-1], "[{") {
 			return ""
 		}
 		return fmt.Sprintf("; line %d is indented %d spaces, line %d above it %d", l, a, p+1, c)
