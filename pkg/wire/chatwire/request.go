@@ -276,6 +276,11 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
 		}
 	}
+	// Nested objects get the same refusal (after the top-level checks,
+	// whose messages name the known field).
+	if err := jsonb.CheckKeys(body); err != nil {
+		return nil, err
+	}
 	if decodeErr != nil {
 		return nil, decodeError(decodeErr)
 	}
