@@ -65,8 +65,9 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	}
 	spill := usage.NewFileSpill(usage.DefaultSpillFile(statePath(o.Store)))
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill, AsyncRecords: true,
-		extra: o.extra})
+	boundHost, _, _ := net.SplitHostPort(addr)
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, BoundHost: boundHost, Spill: spill,
+		AsyncRecords: true, extra: o.extra})
 	if err != nil {
 		st.Close()
 		return err
@@ -74,7 +75,9 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 	// The config source and the background loops, closed after the
 	// components that hold data (Gateway.Shutdown).
 	if o.ConfigPath != "" {
-		g.run("config watcher", func(ctx context.Context) { watchConfig(ctx, o.ConfigPath, o.ReloadEvery, g.Reload, log) })
+		g.run("config watcher", func(ctx context.Context) {
+			watchConfig(ctx, o.ConfigPath, o.ReloadEvery, g.Reload, g.ReloadFailed, log)
+		})
 	}
 	// Keep today's rollups fresh for GET /v1/usage and the cost table.
 	g.run("rollup loop", func(ctx context.Context) { g.Roller.Loop(ctx, usage.Hourly, time.Minute) })
@@ -164,7 +167,7 @@ func SafeAddr(addr string, authConfigured bool) (string, string, error) {
 // watchConfig hands the config file to reload (Gateway.Reload) when it
 // changes. An invalid edit keeps the config in force and is logged.
 func watchConfig(ctx context.Context, path string, every time.Duration, reload func(context.Context, *config.Config) error,
-	log *slog.Logger) {
+	failed func(error), log *slog.Logger) {
 	if every <= 0 {
 		every = 2 * time.Second
 	}
@@ -183,7 +186,9 @@ func watchConfig(ctx context.Context, path string, every time.Duration, reload f
 		}
 		last = fi
 		cfg, err := config.LoadFile(path)
-		if err == nil {
+		if err != nil {
+			failed(err) // Reload records its own failures
+		} else {
 			err = reload(ctx, cfg)
 		}
 		if err != nil {

@@ -181,8 +181,14 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 	// only store call; nothing served needs it, so it runs in the
 	// background (Flush waits for it).
 	var boot sync.WaitGroup
+	var booted atomic.Pointer[Gateway] // set by Boot; OnError may run on another goroutine
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
-		OnError:    func(error) { emf.Count(deployment.MetricConfigReloadErrors, 1) },
+		OnError: func(err error) {
+			emf.Count(deployment.MetricConfigReloadErrors, 1)
+			if g := booted.Load(); g != nil {
+				g.ReloadFailed(err) // /healthz (admin) shows the last one
+			}
+		},
 		LastGood:   &ssmconfig.LastGood{Store: readyStore{ready, &st}},
 		Background: func(f func()) { boot.Go(f) }}
 	bo.ResolveKey = func(ctx context.Context, ref config.KeyRef) (string, bool, error) {
@@ -193,6 +199,9 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		<-ready
 		built, err := Build(ctx, cfg, st, bo)
 		g = built
+		if built != nil {
+			booted.Store(built)
+		}
 		return err
 	}); err != nil {
 		<-ready
