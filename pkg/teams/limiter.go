@@ -207,7 +207,7 @@ func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	}
 	if lim.MaxOutputTokens > 0 && e.RequestedOutput > lim.MaxOutputTokens {
 		param := "max_tokens"
-		if a.API == exchange.Chat && gjson.GetBytes(a.Body, "max_completion_tokens").Exists() {
+		if a.API == exchange.Chat && gjson.GetBytes(a.Body, "max_completion_tokens").Int() == e.RequestedOutput {
 			param = "max_completion_tokens"
 		}
 		return gwerr.New(gwerr.InvalidRequest, "%s is %d; this team's plan allows at most %d output tokens per request",
