@@ -233,3 +233,60 @@ func strEnd(b []byte, i int) int {
 	}
 	return len(b)
 }
+
+// HasLoneSurrogate reports whether the JSON text b holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair (\ud800 alone, or a low half
+// first). Decoders replace each with U+FFFD, so two documents that differ
+// only there decode to the same text while an upstream may read them
+// differently: whatever is keyed on decoded text (the response cache)
+// must not treat them as one. b must be valid JSON (a backslash only
+// occurs inside strings).
+func HasLoneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 < len(b) && b[i+1] != 'u' {
+			i++ // an escape of one character (\\ included)
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		i += 5
+		switch {
+		case !ok:
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true // a low half with no high half before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
+				return true
+			}
+			lo, ok := hex4(b, i+3)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 reads the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

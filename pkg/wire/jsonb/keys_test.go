@@ -72,3 +72,23 @@ func BenchmarkCheckKeys(b *testing.B) {
 		}
 	}
 }
+
+func TestHasLoneSurrogate(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"a":"\ud800"}`:              true,
+		`{"a":"\udc00\ud800"}`:        true,
+		`{"a":"\uD83D x"}`:            true,
+		`{"a":"\ud83d\u0041"}`:        true,
+		`{"a":"x\ud83d"}`:             true,
+		`{"a":"\ud83d\ude00"}`:        false, // a pair
+		`{"a":"\uD83D\uDE00 \u00e9"}`: false,
+		`{"a":"\\ud800"}`:             false, // an escaped backslash, then text
+		`{"a":"\\\ud800"}`:            true,
+		`{"a":"\ufffd"}`:              false,
+		`{"a":"plain"}`:               false,
+	} {
+		if got := HasLoneSurrogate([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
