@@ -23,6 +23,9 @@ func TestConcurrentRequestsPerTeamAreCapped(t *testing.T) {
 			}
 			reply(w, body, []string{"Hello"})
 		}})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // runs before the servers close, even when the test fails
 	hold := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hold"}]}`
 	var wg sync.WaitGroup
 	codes := make(chan int, 2)
@@ -57,7 +60,7 @@ func TestConcurrentRequestsPerTeamAreCapped(t *testing.T) {
 	if n := g.up.hits.Load(); n != 3 {
 		t.Errorf("%d upstream calls, want 3 (two held, one of the other team)", n)
 	}
-	close(release)
+	free()
 	wg.Wait()
 	g.inflight.Wait() // both settled
 	for range 2 {
