@@ -65,25 +65,19 @@ func RunLocal(ctx context.Context, o LocalOptions) error {
 		return err
 	}
 	spill := usage.NewFileSpill(usage.DefaultSpillFile(statePath(o.Store)))
-	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, Spill: spill, AsyncRecords: true,
-		extra: o.extra})
+	boundHost, _, _ := net.SplitHostPort(addr)
+	g, err := Build(ctx, cfg, st, BuildOptions{Logger: log, AnonymousWithoutTeams: true, BoundHost: boundHost, Spill: spill,
+		AsyncRecords: true, extra: o.extra})
 	if err != nil {
 		st.Close()
 		return err
 	}
 	// The config source and the background loops, closed after the
 	// components that hold data (Gateway.Shutdown).
-	g.obs.reloads.Applied(fileVersion(o.ConfigPath), time.Now())
 	if o.ConfigPath != "" {
-		reload := func(ctx context.Context, cfg *config.Config) error {
-			err := g.Reload(ctx, cfg)
-			if err == nil {
-				g.obs.reloads.Applied(fileVersion(o.ConfigPath), time.Now())
-			}
-			return err
-		}
-		failed := func(err error) { g.obs.reloads.Failed(err, time.Now()) }
-		g.run("config watcher", func(ctx context.Context) { watchConfig(ctx, o.ConfigPath, o.ReloadEvery, reload, failed, log) })
+		g.run("config watcher", func(ctx context.Context) {
+			watchConfig(ctx, o.ConfigPath, o.ReloadEvery, g.Reload, g.ReloadFailed, log)
+		})
 	}
 	// Keep today's rollups fresh for GET /v1/usage and the cost table.
 	g.run("rollup loop", func(ctx context.Context) { g.Roller.Loop(ctx, usage.Hourly, time.Minute) })
@@ -193,7 +187,9 @@ func watchConfig(ctx context.Context, path string, every time.Duration, reload f
 		}
 		last = fi
 		cfg, err := config.LoadFile(path)
-		if err == nil {
+		if err != nil {
+			failed(err) // Reload records its own failures
+		} else {
 			err = reload(ctx, cfg)
 		}
 		if err != nil {

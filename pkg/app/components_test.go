@@ -284,7 +284,9 @@ func TestReloadReachesEveryComponentThroughTheApp(t *testing.T) {
 	// Breaker: the new config's rules (one failure trips) are in force.
 	chat(t, g.Handler, "m3", keyC)
 	hz := httptest.NewRecorder()
-	g.Handler.ServeHTTP(hz, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	hreq := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	hreq.Header.Set("Authorization", "Bearer "+keyB) // breaker detail is the admin view
+	g.Handler.ServeHTTP(hz, hreq)
 	if !strings.Contains(hz.Body.String(), `"id":"down/x"`) || !strings.Contains(hz.Body.String(), `"state":"open"`) {
 		t.Errorf("after one failure under consecutive_failures 1 the breaker is not open: %s", hz.Body)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
 	"github.com/llmgw/llmgw/pkg/cache"
@@ -52,6 +53,10 @@ type Gateway struct {
 
 	live   liveConfig
 	reload sync.Mutex // serializes Reload
+	// keyed is set when the gateway started with team keys: a reload to a
+	// config without teams is then refused (ErrKeylessReload).
+	keyed    bool
+	cfgState configState
 
 	mu          sync.Mutex
 	components  []named // flushed and closed by Shutdown, in this order
@@ -69,6 +74,10 @@ type BuildOptions struct {
 	// AnonymousWithoutTeams serves everyone as "anonymous" while the config
 	// has no teams (local mode only: the listener is then loopback-only).
 	AnonymousWithoutTeams bool
+	// BoundHost is the host (name or IP, no port) of the address a local
+	// gateway listens on: besides localhost, 127.0.0.1 and [::1] the only
+	// Host a keyless request may carry (teams.Authenticator.BoundHosts).
+	BoundHost string
 	// AsyncRecords writes usage records in the background, batched (local
 	// mode), and runs all post-response work (settlement, log line,
 	// record) off the handler: the request does not wait for the store,
@@ -84,10 +93,6 @@ type BuildOptions struct {
 	// server.Front.ExternalCORS.
 	ExternalCORS bool
 
-	// Reloads is told the config version in force and each failed reload
-	// by the config source, for the status page (nil: Build makes one that
-	// knows only the first config).
-	Reloads *status.Reloads
 	// ConfigPath is the SSM path of the config parameters, named by the
 	// status page's runbook commands ("": status.DefaultConfigPath).
 	ConfigPath string
@@ -102,8 +107,9 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	if o.ResolveKey == nil {
 		o.ResolveKey = keyledger.Env
 	}
-	g := &Gateway{Store: st, log: log}
+	g := &Gateway{Store: st, log: log, keyed: len(cfg.Teams) > 0}
 	g.live.cur.Store(cfg)
+	g.cfgState.applied(cfg, time.Now())
 	current := g.live.Get
 
 	g.Breaker = breaker.New(st, cfg.Breaker, breaker.Options{Logger: log,
@@ -119,6 +125,9 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 
 	auth := teams.NewAuthenticator(current, log)
 	auth.AnonymousWithoutTeams = o.AnonymousWithoutTeams
+	if o.BoundHost != "" {
+		auth.BoundHosts = []string{o.BoundHost}
+	}
 	limiter := teams.NewLimiter(st, current, log)
 	g.Limiter = limiter
 	recorder := usage.NewRecorder(st, current, log)
@@ -136,11 +145,12 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 	}
 	g.Roller = usage.NewRoller(st, current)
 	g.Roller.Log = log
-	g.obs = newObservability(cfg, current, o.Reloads, log)
+	g.obs = newObservability(cfg, current, log)
 	front := server.Front{
 		Authenticate: auth.Authenticate,
 		Admit:        limiter.Admit,
 		ExternalCORS: o.ExternalCORS,
+		ConfigStatus: g.cfgState.get,
 		Extra: map[string]http.Handler{
 			"/v1/usage": usage.NewHandler(st, current, usage.HandlerOptions{Viewer: teams.UsageViewer, Roller: g.Roller}),
 		},

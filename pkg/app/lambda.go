@@ -25,7 +25,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/ssmconfig"
-	"github.com/llmgw/llmgw/pkg/status"
 	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/dynamo"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
@@ -136,8 +135,7 @@ func NewLambdaHandler(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metricsOut io.Writer, extra []Component) (*LambdaGateway, error) {
 	emf := &metrics.EMF{W: metricsOut, Stage: env.Stage}
 	// The Function URL answers CORS preflights and adds the CORS headers.
-	reloads := &status.Reloads{}
-	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, Reloads: reloads, ConfigPath: env.ConfigPath, extra: extra}
+	bo := BuildOptions{Logger: log, Metrics: emf, ExternalCORS: true, ConfigPath: env.ConfigPath, extra: extra}
 	// One AWS config for every client (loading it reads the environment
 	// and the shared config files: once per cold start, not per client).
 	var awsCfg aws.Config
@@ -177,17 +175,19 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		if err != nil {
 			return nil, err
 		}
-		reloads.Applied(fileVersion(env.ConfigFile), time.Now())
 		return &LambdaGateway{Handler: g.Handler, Gateway: g}, nil
 	}
 	// Storing the booted config as the last good one is the cold start's
 	// only store call; nothing served needs it, so it runs in the
 	// background (Flush waits for it).
 	var boot sync.WaitGroup
+	var booted atomic.Pointer[Gateway] // set by Boot; OnError may run on another goroutine
 	loader := &ssmconfig.Loader{API: ssm.NewFromConfig(awsCfg), Path: env.ConfigPath, Refresh: env.Refresh, Log: log,
 		OnError: func(err error) {
 			emf.Count(deployment.MetricConfigReloadErrors, 1)
-			reloads.Failed(err, time.Now())
+			if g := booted.Load(); g != nil {
+				g.ReloadFailed(err) // /healthz (admin) shows the last one
+			}
 		},
 		LastGood:   &ssmconfig.LastGood{Store: readyStore{ready, &st}},
 		Background: func(f func()) { boot.Go(f) }}
@@ -195,17 +195,19 @@ func newLambdaGateway(ctx context.Context, env LambdaEnv, log *slog.Logger, metr
 		return loader.ResolveKey(ctx, ref, os.Getenv)
 	}
 	var g *Gateway
-	snap, err := loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
+	_, err = loader.Boot(ctx, func(ctx context.Context, cfg *config.Config) error {
 		<-ready
 		built, err := Build(ctx, cfg, st, bo)
 		g = built
+		if built != nil {
+			booted.Store(built)
+		}
 		return err
 	})
 	if err != nil {
 		<-ready
 		return nil, err
 	}
-	reloads.Applied(snap.Digest, time.Now())
 	rh := &refreshing{g: g, loader: loader, keyRetry: keyRetryPeriods * env.Refresh}
 	rh.appliedAt.Store(time.Now().UnixNano())
 	g.add(part{name: "ssm refresher", flush: rh.wait, close: rh.close})
@@ -270,7 +272,6 @@ func (rh *refreshing) apply(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	rh.appliedAt.Store(time.Now().UnixNano())
-	rh.g.obs.reloads.Applied(rh.loader.Digest(), time.Now())
 	return nil
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
 )
@@ -29,13 +30,21 @@ func (g *Gateway) Config() *config.Config { return g.live.Get() }
 // applies it first (it builds the providers and resolves the keys; an
 // error keeps the config in force), then it is published to the
 // components that read it through the live getter. Reloads are
-// serialized.
+// serialized. A config without teams replacing one that started the
+// gateway with team keys is refused (ErrKeylessReload). Every outcome is
+// recorded for the admin view of /healthz.
 func (g *Gateway) Reload(ctx context.Context, cfg *config.Config) error {
 	g.reload.Lock()
 	defer g.reload.Unlock()
-	if err := g.Handler.Reload(ctx, cfg); err != nil {
+	err := g.refuseReload(cfg)
+	if err == nil {
+		err = g.Handler.Reload(ctx, cfg)
+	}
+	if err != nil {
+		g.cfgState.failed(err, time.Now())
 		return err
 	}
 	g.live.cur.Store(cfg)
+	g.cfgState.applied(cfg, time.Now())
 	return nil
 }

@@ -2,11 +2,8 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
@@ -24,18 +21,14 @@ import (
 // endpoint) and the admin status page's recent attempts and config
 // versions.
 type observability struct {
-	tel     *telemetry.Telemetry // nil: off
-	recent  *status.Recent
-	reloads *status.Reloads
+	tel    *telemetry.Telemetry // nil: off
+	recent *status.Recent
 }
 
 // newObservability starts the export cfg.Telemetry asks for. The
 // endpoint in force at start stays for the process's life.
-func newObservability(cfg *config.Config, current func() *config.Config, reloads *status.Reloads, log *slog.Logger) *observability {
-	if reloads == nil {
-		reloads = &status.Reloads{}
-	}
-	ob := &observability{recent: status.NewRecent(), reloads: reloads}
+func newObservability(cfg *config.Config, current func() *config.Config, log *slog.Logger) *observability {
+	ob := &observability{recent: status.NewRecent()}
 	ob.tel = telemetry.New(cfg.Telemetry, telemetry.Options{Config: current, OnError: func(err error) {
 		if log != nil {
 			log.Warn("telemetry export failed", slog.String("error", err.Error()))
@@ -69,7 +62,7 @@ func (ob *observability) statusOptions(g *Gateway, q store.Querier, configPath s
 		Spend: func(ctx context.Context, teams []string, day time.Time) (map[string]status.TeamSpend, error) {
 			return spendToday(ctx, q, teams, day)
 		},
-		Reloads:    ob.reloads,
+		Version:    g.configVersion,
 		Recent:     ob.recent,
 		ConfigPath: configPath,
 		Extra: func() map[string]any {
@@ -116,18 +109,4 @@ func (ob *observability) component() Component {
 		return nil
 	}
 	return part{name: "telemetry exporter", flush: ob.tel.Flush, close: ob.tel.Close}
-}
-
-// fileVersion is the version of a config file: the hex SHA-256 of its
-// bytes, as the SSM loader's digest is of the merged document ("builtin
-// demo" for the demo config).
-func fileVersion(path string) string {
-	if path == "" {
-		return "built-in demo"
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%x", sha256.Sum256(b))
 }

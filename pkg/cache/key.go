@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // keyVersion is part of every fingerprint: changing what the fingerprint
@@ -32,9 +33,15 @@ const keyVersion = "llmgw-response-cache-v1"
 // and a non-streaming request share their entry), and the gateway's own
 // metadata.pacing and metadata.tag.
 //
-// ok is false when the body is not a JSON object: such a request is not
-// cacheable. The request itself is never stored, only this hash.
+// ok is false when the body is not a JSON object, or holds a lone UTF-16
+// surrogate escape (\ud800 alone: decoding turns each into U+FFFD, so
+// prompts that differ there would share a key while an upstream reads them
+// differently): such a request is not cacheable. The request itself is
+// never stored, only this hash.
 func Fingerprint(req *exchange.Request) (string, bool) {
+	if jsonb.HasLoneSurrogate(req.Body) {
+		return "", false
+	}
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(req.Body))
 	dec.UseNumber()

@@ -60,6 +60,22 @@ type Server struct {
 	// CORS lets pages on the listed web origins call the gateway from a
 	// browser (off by default).
 	CORS CORS `json:"cors,omitempty"`
+	// AnthropicBetas are the anthropic-beta values forwarded to upstreams;
+	// a client's other values are dropped (default DefaultAnthropicBetas:
+	// what Claude Code sends, no server-side tool betas). List "*" to
+	// forward every value.
+	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
+}
+
+// DefaultAnthropicBetas is server.anthropic_betas when the config names
+// none: the betas Claude Code and the Anthropic SDKs send for features the
+// gateway meters (tokens only). Betas of server-side tools that bill their
+// own fees (web search and fetch, code execution, files, MCP) are not in it.
+var DefaultAnthropicBetas = []string{
+	"claude-code-20250219", "interleaved-thinking-2025-05-14", "fine-grained-tool-streaming-2025-05-14",
+	"context-management-2025-06-27", "context-1m-2025-08-07", "advanced-tool-use-2025-11-20", "effort-2025-11-24",
+	"prompt-caching-2024-07-31", "token-counting-2024-11-01", "token-efficient-tools-2025-02-19",
+	"output-128k-2025-02-19", "extended-cache-ttl-2025-04-11", "structured-outputs-2025-11-13",
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.

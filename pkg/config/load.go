@@ -322,6 +322,9 @@ func (c *Config) prepare() error {
 	if c.Server.MaxBodyBytes == 0 {
 		c.Server.MaxBodyBytes = defaultMaxBody
 	}
+	if c.Server.AnthropicBetas == nil {
+		c.Server.AnthropicBetas = DefaultAnthropicBetas
+	}
 	if c.Server.RequestTimeout == 0 {
 		c.Server.RequestTimeout = Duration(defaultRequestTimeout)
 	}

@@ -69,6 +69,10 @@ type Limits struct {
 	// MaxOutputTokens caps the output tokens one request may ask for
 	// (max_completion_tokens, else max_tokens).
 	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
+	// MaxConcurrentRequests caps the team's requests in flight on one
+	// gateway instance, open streams included (a team limit; ignored on a
+	// tag). Over it a request is refused with 429 until one ends.
+	MaxConcurrentRequests int64 `json:"max_concurrent_requests,omitempty"`
 }
 
 // IsZero reports whether no limit is set.

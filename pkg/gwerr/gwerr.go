@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 )
 
 // Category is one of the gateway's documented error categories. It is sent to
@@ -169,5 +170,22 @@ func ClientMessage(e *Error) string {
 			msg += ": " + e.Detail
 		}
 	}
-	return msg
+	return bounded(msg)
+}
+
+// maxClientMessage bounds the text of an error sent to a client: messages
+// quote what the client sent (a role, a type, a field name), and a 3 MB
+// value must not come back as a 3 MB error body.
+const maxClientMessage = 1024
+
+// bounded cuts msg to maxClientMessage bytes on a character boundary.
+func bounded(msg string) string {
+	if len(msg) <= maxClientMessage {
+		return msg
+	}
+	cut := maxClientMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "... (truncated)"
 }

@@ -61,7 +61,7 @@ moderation:
 		t.Errorf("status %d, generator hits %d: %s", resp.StatusCode, gen.hits.Load(), body)
 	}
 	if !strings.HasPrefix(gjson.GetBytes(sent, "system.0.text").String(), "Block violence.") ||
-		!strings.Contains(gjson.GetBytes(sent, "messages.0.content.0.text").String(), "<<<TEXT\nhit him") || gjson.GetBytes(sent, "temperature").Float() != 0 {
+		!strings.Contains(gjson.GetBytes(sent, "messages.0.content.0.text").String(), "\nhit him") || !strings.HasPrefix(gjson.GetBytes(sent, "messages.0.content.0.text").String(), "<<<TEXT ") || gjson.GetBytes(sent, "temperature").Float() != 0 {
 		t.Errorf("the judge got %s", sent)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // CORS (server.cors; off unless it lists origins). A request from a page
@@ -89,14 +90,9 @@ func preflightRefusal(c config.CORS, origin string, r *http.Request) string {
 // error shape, and logs why.
 func (h *Handler) refusePreflight(w http.ResponseWriter, r *http.Request, rid string, shape ingress.Ingress, why string) {
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "cors preflight refused", slog.String("request_id", rid),
-		slog.String("origin", r.Header.Get("Origin")), slog.String("path", r.URL.Path), slog.String("reason", why))
+		slog.String("origin", clip(r.Header.Get("Origin"))), slog.String("path", clip(r.URL.Path)), slog.String("reason", why))
 	writeErrorIn(w, r, shape, gwerr.New(gwerr.Permission, "CORS preflight refused: %s", why).WithCode("cors_refused"), rid)
 }
 
 // clip bounds a client-supplied value quoted in a message.
-func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "..."
-	}
-	return s
-}
+func clip(s string) string { return jsonb.Truncate(s, 100) }

@@ -50,6 +50,11 @@ func (h *Handler) count(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(gwerr.As(err))
 		return
 	}
+	if err := checkBounds(req); err != nil {
+		x.fail(err)
+		return
+	}
+	x.betas(cfg.Server.AnthropicBetas)
 	req.Route = routeName(in, cfg, req.Route)
 	steps, route, ok := cfg.Chain(req.Route)
 	switch {

@@ -66,8 +66,13 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(gwerr.As(err))
 		return
 	}
+	if err := checkBounds(req); err != nil {
+		x.fail(err)
+		return
+	}
+	x.betas(cfg.Server.AnthropicBetas)
 	if req.Stream && !acceptsStream(r.Header.Get("Accept")) {
-		x.fail(gwerr.New(gwerr.InvalidRequest, "a streaming request must accept text/event-stream (Accept: %q)", r.Header.Get("Accept")).WithCode("not_acceptable"))
+		x.fail(gwerr.New(gwerr.InvalidRequest, "a streaming request must accept text/event-stream (Accept: %q)", clip(r.Header.Get("Accept"))).WithCode("not_acceptable"))
 		return
 	}
 	if err := x.route(cfg); err != nil {

@@ -79,7 +79,7 @@ func modelPath(p string) (string, bool) {
 // model serves GET /v1/models/{id}.
 func (h *Handler) model(w http.ResponseWriter, r *http.Request, rid, id string) {
 	if _, ok := h.current.Load().cfg.Routes[id]; !ok || !exchange.CallerFrom(r.Context()).MayUse(id) {
-		writeErrorIn(w, r, errorShape(r, nil, nil), gwerr.New(gwerr.NotFound, "the model %q does not exist", id).WithCode("model_not_found"), rid)
+		writeErrorIn(w, r, errorShape(r, nil, nil), gwerr.New(gwerr.NotFound, "the model %q does not exist", clip(id)).WithCode("model_not_found"), rid)
 		return
 	}
 	if anthropicClient(r) {
@@ -128,44 +128,6 @@ func keyHealth(p *config.Provider, keys []keyledger.Status) (status, reason stri
 		reason += ": " + strings.Join(why, "; ")
 	}
 	return "degraded", reason
-}
-
-// health serves GET /healthz: every target's breaker and key state,
-// including configured keys that are not in service because their
-// reference did not resolve (keys.Status Ref and Reason). The status is
-// "degraded", and so is the target's, when a target's provider has keys
-// configured and none is usable (an unset environment variable, ...).
-func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
-	rt := h.current.Load()
-	out := struct {
-		Status  string         `json:"status"`
-		Routes  []string       `json:"routes"`
-		Targets []targetHealth `json:"targets"`
-	}{Status: "ok", Routes: rt.cfg.RouteNames(), Targets: []targetHealth{}}
-	seen := map[string]bool{}
-	for _, name := range rt.cfg.RouteNames() {
-		for _, t := range rt.cfg.Routes[name].Targets {
-			if t.Route != "" {
-				continue
-			}
-			id := t.Provider + "/" + t.Model
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			p := rt.cfg.Providers[t.Provider]
-			th := targetHealth{ID: id, Provider: t.Provider, Kind: p.Kind, Model: t.Model, Disabled: p.Disabled,
-				Breaker: h.up.Breakers.Snapshot(id), Keys: append(h.up.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
-			if t.Breaker != "" {
-				th.Breaker.Forced = breaker.Force(t.Breaker)
-			}
-			if th.Status, th.Reason = keyHealth(p, th.Keys); th.Status != "" {
-				out.Status = th.Status
-			}
-			out.Targets = append(out.Targets, th)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

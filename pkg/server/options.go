@@ -57,6 +57,9 @@ type Front struct {
 	// preflight that reaches it. Otherwise the handler applies the config's
 	// server.cors itself (local mode).
 	ExternalCORS bool
+	// ConfigStatus, when set, tells the admin view of /healthz the config
+	// version in force and the last failed reload (pkg/app's Gateway).
+	ConfigStatus func() ConfigStatus
 }
 
 // Upstream is what the failover engine needs on every upstream call (and

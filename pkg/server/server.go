@@ -256,7 +256,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, rid string, tc t
 			h.model(w, r, rid, m)
 			return
 		}
-		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", r.URL.Path).WithCode("unknown_url"), rid)
+		writeErrorIn(w, r, shape, gwerr.New(gwerr.NotFound, "unknown path %s", clip(r.URL.Path)).WithCode("unknown_url"), rid)
 	}
 }
 

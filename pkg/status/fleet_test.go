@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,9 +75,9 @@ func seededFleet(t *testing.T) Options {
 	for _, ms := range []float64{380, 400, 420, 450, 1200} {
 		rec.Observe(&exchange.Record{Stream: true, Time: at, Attempts: []exchange.Attempt{{Target: "openai/gpt-4.1", Start: at, LatencyM: ms}}})
 	}
-	reloads := &Reloads{}
-	reloads.Applied("9f2c4e1b7a3d5f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718", seedNow.Add(-time.Hour))
-	reloads.Failed(errors.New(`config: routes.claude-sonnet.targets[1].provider: unknown provider "bedrok" (parameter /llmgw/prod/config/90-incident, line 1, column 42)`), seedNow.Add(-5*time.Minute))
+	version := ConfigState{Version: "9f2c4e1b7a3d5f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718", AppliedAt: seedNow.Add(-time.Hour),
+		LastFailed: &Failure{At: seedNow.Add(-5 * time.Minute),
+			Error: `config: routes.claude-sonnet.targets[1].provider: unknown provider "bedrok" (parameter /llmgw/prod/config/90-incident, line 1, column 42)`}}
 	return Options{
 		Config: func() *config.Config { return cfg },
 		Breaker: func(target string) breaker.Snapshot {
@@ -104,7 +103,7 @@ func seededFleet(t *testing.T) Options {
 			return map[string]TeamSpend{"search": {CostUSD: 41.3, Tags: map[string]float64{"checkout": 10.4}, AsOf: seedNow.Add(-time.Minute)},
 				"ops": {CostUSD: 3.2}}, nil
 		},
-		Reloads:    reloads,
+		Version:    func() ConfigState { return version },
 		Recent:     rec,
 		ConfigPath: "/llmgw/prod/config/",
 		Now:        func() time.Time { return seedNow },

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
@@ -58,8 +57,10 @@ type Options struct {
 	Keys func(provider, model string) []keyledger.Status
 	// Spend returns today's spend per team (nil: not shown).
 	Spend func(ctx context.Context, teams []string, day time.Time) (map[string]TeamSpend, error)
-	// Reloads is the config's version history (nil: not shown).
-	Reloads *Reloads
+	// Version returns the config version in force and the last failed
+	// reload, as the gateway's /healthz admin view has them (nil: not
+	// shown).
+	Version func() ConfigState
 	// Recent holds this instance's recent attempts (nil: none shown).
 	Recent *Recent
 	// ConfigPath is the SSM path of the config parameters ("":
@@ -71,37 +72,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Reloads is the config version in force and the last failed reload, as
-// told by the config source (the SSM refresher or the file watcher).
-type Reloads struct {
-	mu        sync.Mutex
-	version   string
-	appliedAt time.Time
-	failure   *Failure
-}
-
 // Failure is a reload that did not apply.
 type Failure struct {
 	At    time.Time `json:"at"`
 	Error string    `json:"error"`
-}
-
-// Applied notes the version of the config now in force ("" keeps the
-// version known: the same config applied again).
-func (r *Reloads) Applied(version string, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if version != "" {
-		r.version = version
-	}
-	r.appliedAt = at
-}
-
-// Failed notes a reload that did not apply (the config in force stays).
-func (r *Reloads) Failed(err error, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failure = &Failure{At: at, Error: err.Error()}
 }
 
 // ConfigState is the config part of the snapshot.
@@ -111,20 +85,6 @@ type ConfigState struct {
 	LastFailed *Failure  `json:"last_failed_reload,omitempty"`
 	// Path is the SSM path the commands write under.
 	Path string `json:"path"`
-}
-
-func (r *Reloads) state() ConfigState {
-	if r == nil {
-		return ConfigState{}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := ConfigState{Version: r.version, AppliedAt: r.appliedAt}
-	if r.failure != nil {
-		f := *r.failure
-		s.LastFailed = &f
-	}
-	return s
 }
 
 // Snapshot is the page's data.
@@ -215,7 +175,7 @@ func Build(ctx context.Context, o Options) *Snapshot {
 	if path == "" {
 		path = DefaultConfigPath
 	}
-	snap := &Snapshot{Object: "gateway.status", GeneratedAt: at.UTC(), Config: o.Reloads.state(),
+	snap := &Snapshot{Object: "gateway.status", GeneratedAt: at.UTC(), Config: o.configState(),
 		Routes: []RouteState{}, Providers: []ProviderState{}, Teams: []TeamState{}}
 	snap.Config.Path = path
 	models := map[string][]string{} // provider -> models its targets use
@@ -378,4 +338,12 @@ func writeErr(w http.ResponseWriter, e *gwerr.Error, status int) {
 	h.Set("x-gateway-error-category", string(e.Category))
 	w.WriteHeader(status)
 	w.Write(chatwire.NewErrorEnvelope(e, h.Get("x-request-id"), nil).Marshal())
+}
+
+// configState is the config part of the snapshot, without its path.
+func (o Options) configState() ConfigState {
+	if o.Version == nil {
+		return ConfigState{}
+	}
+	return o.Version()
 }

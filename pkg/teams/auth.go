@@ -57,6 +57,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/iamcaller"
 	"github.com/llmgw/llmgw/pkg/teamkey"
 	"github.com/llmgw/llmgw/pkg/usage"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // KeyPrefix starts every team key, so leaked keys are easy to recognise
@@ -91,6 +92,11 @@ type Authenticator struct {
 	// caller while the config has no teams at all (local mode, which
 	// serves on loopback only in that case). Never set it on Lambda.
 	AnonymousWithoutTeams bool
+	// BoundHosts are the host names or IPs (no port) of the address the
+	// gateway listens on, accepted as the Host of a keyless request besides
+	// localhost, 127.0.0.1 and [::1]; every other Host is refused (DNS
+	// rebinding).
+	BoundHosts []string
 
 	index atomic.Pointer[keyIndex]
 }
@@ -139,13 +145,17 @@ func (a *Authenticator) indexFor(cfg *config.Config) *keyIndex {
 // Authenticate identifies the caller of r by the key in its Authorization
 // (Bearer) header, else its x-api-key header; its signature is
 // server.Authenticator. Every refusal is the same *gwerr.Error
-// (authentication, 401).
+// (authentication, 401), except a keyless request (no teams configured)
+// whose Host is not local (permission, 403: localHost).
 func (a *Authenticator) Authenticate(r *http.Request) (*exchange.Caller, error) {
 	cfg := a.config()
 	if id, ok := iamcaller.FromContext(r.Context()); ok {
 		return a.iamCaller(r, cfg, id)
 	}
 	if len(cfg.Teams) == 0 && a.AnonymousWithoutTeams {
+		if err := a.anonymous(r); err != nil {
+			return nil, err
+		}
 		return &exchange.Caller{}, nil
 	}
 	key, ok := bearer(r.Header.Get("Authorization"))
@@ -196,7 +206,7 @@ func (a *Authenticator) iamCaller(r *http.Request, cfg *config.Config, id iamcal
 
 func (a *Authenticator) refuse(r *http.Request, reason, team, keyID string) (*exchange.Caller, error) {
 	a.log.LogAttrs(r.Context(), slog.LevelInfo, "authentication refused", slog.String("reason", reason),
-		slog.String("team", team), slog.String("key_id", keyID), slog.String("path", r.URL.Path),
+		slog.String("team", team), slog.String("key_id", keyID), slog.String("path", jsonb.Truncate(r.URL.Path, 200)),
 		slog.String("remote", r.RemoteAddr))
 	return nil, errUnauthenticated()
 }

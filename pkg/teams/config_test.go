@@ -116,6 +116,7 @@ func TestAnonymousOnlyWithoutTeamsAndWhenAllowed(t *testing.T) {
 	}
 	a := teams.NewAuthenticator(func() *config.Config { return cfg }, nil)
 	r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	r.Host = "127.0.0.1:8080"
 	if _, err := a.Authenticate(r); err == nil {
 		t.Fatal("no teams and anonymous not allowed: must refuse")
 	}

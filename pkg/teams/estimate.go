@@ -23,7 +23,7 @@ type Estimate struct {
 	// InputTokens is EstimateInputTokens of the request.
 	InputTokens int64
 	// RequestedOutput is the client's output limit (Prompt.Sampling.MaxTokens:
-	// max_completion_tokens, else max_tokens; 0: it set none).
+	// the larger of max_completion_tokens and max_tokens; 0: it set none).
 	RequestedOutput int64
 	// OutputTokens is the output reserved: RequestedOutput, or when the
 	// client set none the team's max_output_tokens ceiling, else the largest

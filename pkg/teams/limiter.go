@@ -32,6 +32,9 @@ type Limiter struct {
 	leases    map[store.Key]*lease
 	lastSweep time.Time
 	sizes     sizeMemo
+	// inFlight counts each team's admitted requests not yet settled
+	// (concurrency.go).
+	inFlight sync.Map // team -> *atomic.Int64
 
 	outage throttle
 }
@@ -103,6 +106,23 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 	if team == nil {
 		return nil, nil
 	}
+	release, err := l.enter(a.Caller.Team, team.Limits.MaxConcurrentRequests)
+	if err != nil {
+		return nil, err
+	}
+	if release == nil { // no concurrency limit
+		return l.admit(ctx, a, cfg, team)
+	}
+	settle, err := l.admit(ctx, a, cfg, team)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return releasing(settle, release), nil
+}
+
+// admit is Admit past the concurrency limit.
+func (l *Limiter) admit(ctx context.Context, a *exchange.Request, cfg *config.Config, team *config.Team) (exchange.Settle, error) {
 	type scope struct {
 		tag string
 		lim config.Limits
@@ -207,7 +227,7 @@ func checkCeilings(a *exchange.Request, lim config.Limits, e Estimate) error {
 	}
 	if lim.MaxOutputTokens > 0 && e.RequestedOutput > lim.MaxOutputTokens {
 		param := "max_tokens"
-		if a.API == exchange.Chat && gjson.GetBytes(a.Body, "max_completion_tokens").Exists() {
+		if a.API == exchange.Chat && gjson.GetBytes(a.Body, "max_completion_tokens").Int() == e.RequestedOutput {
 			param = "max_completion_tokens"
 		}
 		return gwerr.New(gwerr.InvalidRequest, "%s is %d; this team's plan allows at most %d output tokens per request",

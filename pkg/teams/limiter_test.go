@@ -394,10 +394,17 @@ func TestCeilings(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(body, `"code":"max_input_tokens_exceeded"`) || !strings.Contains(body, `"param":"messages"`) {
 		t.Fatalf("long input: %d %s", resp.StatusCode, body)
 	}
-	for field, param := range map[string]string{"max_tokens": "max_tokens", "max_completion_tokens": "max_completion_tokens"} {
-		resp, body := g.call(t, g.keys["search"], `{"model":"m","`+field+`":101,"messages":[{"role":"user","content":"hi"}]}`)
+	// Each output-limit field is checked, and when both are sent the larger
+	// one (an upstream may honour either) is bounded: the review sent
+	// max_completion_tokens within the ceiling and max_tokens far above it.
+	for fields, param := range map[string]string{
+		`"max_tokens":101`: "max_tokens", `"max_completion_tokens":101`: "max_completion_tokens",
+		`"max_completion_tokens":10,"max_tokens":100000`: "max_tokens",
+		`"max_tokens":10,"max_completion_tokens":100000`: "max_completion_tokens",
+	} {
+		resp, body := g.call(t, g.keys["search"], `{"model":"m",`+fields+`,"messages":[{"role":"user","content":"hi"}]}`)
 		if resp.StatusCode != 400 || !strings.Contains(body, `"code":"max_output_tokens_exceeded"`) || !strings.Contains(body, `"param":"`+param+`"`) {
-			t.Fatalf("%s over the ceiling: %d %s", field, resp.StatusCode, body)
+			t.Fatalf("%s over the ceiling: %d %s", fields, resp.StatusCode, body)
 		}
 	}
 	if g.up.hits.Load() != 0 {

@@ -25,8 +25,17 @@ import (
 // At the cap a rollup is about 150 KB.
 const MaxBreakdown = 256
 
-// OtherKey collects the routes or tags beyond [MaxBreakdown].
+// OtherKey collects the routes or tags beyond [MaxBreakdown], and those
+// whose name is longer than [MaxBreakdownName].
 const OtherKey = "_other"
+
+// MaxBreakdownName is the longest route or tag name a rollup keeps under
+// its own name (the gateway refuses longer model names with 400, so only a
+// record written by an older or foreign writer can carry one). With
+// MaxBreakdown it bounds a rollup item: 2 x 257 entries of at most 256
+// bytes of name and their totals come to about 230 KB, under DynamoDB's
+// 400 KB, so one oversize record can never make a team-day unwritable.
+const MaxBreakdownName = 256
 
 // Outcome names used by the rollup.
 const (
@@ -147,8 +156,12 @@ func boundedOutcome(o string) string {
 }
 
 // bucket returns m[name], creating it while fewer than MaxBreakdown
-// entries exist, else m[OtherKey].
+// entries exist, else m[OtherKey]; a name over MaxBreakdownName always
+// goes to m[OtherKey].
 func bucket(m map[string]*Totals, name string) *Totals {
+	if len(name) > MaxBreakdownName {
+		name = OtherKey
+	}
 	if t, ok := m[name]; ok {
 		return t
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // countMembers are the members of CountTokens' input.converse.
@@ -29,6 +30,9 @@ func (Ingress) DecodeCount(r *http.Request, body []byte, req *exchange.Request) 
 		if k != "input" {
 			return bad(k, "Malformed input request: extraneous key [%s] is not permitted, please reformat your input and try again.", k)
 		}
+	}
+	if err := jsonb.CheckKeys(body); err != nil {
+		return err
 	}
 	var cr bedrockwire.CountTokensRequest
 	if err := json.Unmarshal(body, &cr); err != nil {

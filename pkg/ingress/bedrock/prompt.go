@@ -120,6 +120,11 @@ func decodeConverse(body []byte, allowed []string) (*exchange.Prompt, []exchange
 			c.lose(k, what)
 		}
 	}
+	// Then the refusal every ingress shares: duplicate or case-variant
+	// keys at any depth.
+	if err := jsonb.CheckKeys(body); err != nil {
+		return nil, nil, err
+	}
 	var r bedrockwire.ConverseRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&r); err != nil {

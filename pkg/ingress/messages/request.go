@@ -134,6 +134,11 @@ func parse(body []byte, count bool) (*request, []string, error) {
 			}
 		}
 	}
+	// Nested objects get the same refusal (after the top-level checks,
+	// whose messages name the known field).
+	if err := jsonb.CheckKeys(body); err != nil {
+		return nil, nil, err
+	}
 	var r request
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, nil, decodeError(err)

@@ -6,14 +6,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // CheckObject runs the checks every OpenAI-shaped request body gets before
 // it is decoded, whatever its API: not empty, valid UTF-8, nested at most
-// depthLimit levels (0 means 64), valid JSON, a top-level object without
-// duplicate keys (so that the gateway and the upstream never disagree on
-// the model) and without the fields that try to choose an upstream address
-// or credential. It returns the set of top-level keys. Every failure is an
+// depthLimit levels (0 means 64), valid JSON, no object at any depth with
+// duplicate or case-variant keys (jsonb.CheckKeys: so that the gateway and
+// the upstream never disagree on the model or on a text), and a top-level
+// object without the fields that try to choose an upstream address or
+// credential. It returns the set of top-level keys. Every failure is an
 // invalid_request *gwerr.Error.
 func CheckObject(body []byte, depthLimit int) (map[string]bool, error) {
 	if depthLimit == 0 {
@@ -39,6 +41,9 @@ func CheckObject(body []byte, depthLimit int) (map[string]bool, error) {
 		if redirectFields[k] {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
 		}
+	}
+	if err := jsonb.CheckKeys(body); err != nil {
+		return nil, err
 	}
 	return keys, nil
 }

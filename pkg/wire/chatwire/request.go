@@ -276,6 +276,11 @@ func Parse(body []byte, lim Limits) (*ChatRequest, error) {
 			return nil, gwerr.New(gwerr.InvalidRequest, "field %q is not accepted: the gateway chooses upstream addresses and credentials from its own config", k).WithParam(k)
 		}
 	}
+	// Nested objects get the same refusal (after the top-level checks,
+	// whose messages name the known field).
+	if err := jsonb.CheckKeys(body); err != nil {
+		return nil, err
+	}
 	if decodeErr != nil {
 		return nil, decodeError(decodeErr)
 	}
@@ -394,15 +399,19 @@ func (r *ChatRequest) validate(lim Limits) error {
 	return nil
 }
 
-// MaxOutputTokens returns max_completion_tokens, else max_tokens, else 0.
+// MaxOutputTokens returns the larger of max_completion_tokens and
+// max_tokens (0: neither is set). When a client sends both, both reach an
+// upstream that is sent the body as it is, and an upstream may honour
+// either: the larger is what admission must bound and reserve.
 func (r *ChatRequest) MaxOutputTokens() int {
-	switch {
-	case r.MaxCompletionTokens != nil:
-		return *r.MaxCompletionTokens
-	case r.MaxTokens != nil:
-		return *r.MaxTokens
+	n := 0
+	if r.MaxCompletionTokens != nil {
+		n = *r.MaxCompletionTokens
 	}
-	return 0
+	if r.MaxTokens != nil && *r.MaxTokens > n {
+		n = *r.MaxTokens
+	}
+	return n
 }
 
 // WantsUsage reports whether the client asked for the streamed usage chunk.
