@@ -165,7 +165,8 @@ providers:
 routes:
   demo: {targets: [{provider: up, model: gpt-4.1}]}
 `, up.URL, keysPath, keysPath))
-	srv.Put(testConfigPath+"50-teams", "String", fmt.Sprintf(teamsYAML, exampleKeyHash))
+	// An admin team: /healthz shows key detail to admin keys only.
+	srv.Put(testConfigPath+"50-teams", "String", fmt.Sprintf(teamsYAML, exampleKeyHash)+"    admin: true\n")
 	srv.Put(keysPath+"up/2", "SecureString", key2)
 	endpoint, table, _ := newTable(t)
 	f := onAWS(t, srv, endpoint, table)
