@@ -47,6 +47,14 @@ type Config struct {
 type Server struct {
 	// MaxBodyBytes caps a request body (default 4 MiB); larger bodies get 413.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// MaxUpstreamBodyBytes caps a whole (non-streaming) upstream response
+	// body held in memory: an answer, an embeddings or count_tokens
+	// response, a Bedrock InvokeModel body (default
+	// DefaultMaxUpstreamBodyBytes, 32 MiB). A longer answer is a provider
+	// error (unavailable, code upstream_body_too_large) and the next target
+	// is tried. Error bodies are read up to 64 KiB; streams are bounded per
+	// frame, not in total.
+	MaxUpstreamBodyBytes int64 `json:"max_upstream_body_bytes,omitempty"`
 	// RequestTimeout is the total deadline of one request (default 10m).
 	RequestTimeout Duration `json:"request_timeout,omitempty"`
 	// DeadlineMargin is how long before the request's deadline an in-flight
@@ -66,6 +74,10 @@ type Server struct {
 	// forward every value.
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 }
+
+// DefaultMaxUpstreamBodyBytes is server.max_upstream_body_bytes when the
+// config names none.
+const DefaultMaxUpstreamBodyBytes = 32 << 20
 
 // DefaultAnthropicBetas is server.anthropic_betas when the config names
 // none: the betas Claude Code and the Anthropic SDKs send for features the

@@ -322,6 +322,9 @@ func (c *Config) prepare() error {
 	if c.Server.MaxBodyBytes == 0 {
 		c.Server.MaxBodyBytes = defaultMaxBody
 	}
+	if c.Server.MaxUpstreamBodyBytes == 0 {
+		c.Server.MaxUpstreamBodyBytes = DefaultMaxUpstreamBodyBytes
+	}
 	if c.Server.AnthropicBetas == nil {
 		c.Server.AnthropicBetas = DefaultAnthropicBetas
 	}
@@ -336,6 +339,9 @@ func (c *Config) prepare() error {
 	}
 	if c.Server.MaxBodyBytes < 0 {
 		return errAt(pathOf("server", "max_body_bytes"), "must be positive, got %d", c.Server.MaxBodyBytes)
+	}
+	if c.Server.MaxUpstreamBodyBytes < 0 {
+		return errAt(pathOf("server", "max_upstream_body_bytes"), "must be positive, got %d", c.Server.MaxUpstreamBodyBytes)
 	}
 	if err := c.Server.CORS.prepare(); err != nil {
 		return err

@@ -27,9 +27,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/wire/messageswire"
 )
 
-// maxBody caps a non-streaming response body.
-const maxBody = 64 << 20
-
 // timeNow is the clock for the Start event's Created and Retry-After dates.
 var timeNow = time.Now
 
@@ -104,7 +101,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return s, nil
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

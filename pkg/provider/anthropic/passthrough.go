@@ -102,7 +102,7 @@ func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provide
 		return &rawStream{prov: a.id, body: resp.Body, r: newReader(resp.Body), reqBytes: len(body), trace: &rq.Trace}, nil
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

@@ -109,6 +109,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -184,7 +185,7 @@ func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) 
 		if hc != nil {
 			o.HTTPClient = hc
 		}
-		o.HTTPClient = plainBodies{o.HTTPClient}
+		o.HTTPClient = plainBodies{HTTPClient: o.HTTPClient, id: id, limit: provider.BodyLimit(ctx)}
 		o.Retryer = aws.NopRetryer{}
 	})
 	return NewWithAPI(id, client), nil
@@ -201,7 +202,15 @@ func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) 
 // closes the connection, cutting the ConverseStream response that has just
 // begun ("use of closed network connection"). With Read only, the last
 // copy sees a plain end of input.
-type plainBodies struct{ aws.HTTPClient }
+//
+// It also bounds what the SDK reads into memory: a whole body (InvokeModel,
+// Converse, an error) to limit (MaxErrBody for an error), an event stream
+// per frame (provider.LimitFrames), before the SDK's decoder allocates it.
+type plainBodies struct {
+	aws.HTTPClient
+	id    string
+	limit int64
+}
 
 // readOnly exposes only Read and Close.
 type readOnly struct{ io.ReadCloser }
@@ -214,7 +223,15 @@ func (c plainBodies) Do(r *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := c.HTTPClient.Do(r)
-	if err == nil {
+	if err == nil && resp.Body != nil {
+		switch {
+		case resp.StatusCode < 200 || resp.StatusCode > 299:
+			resp.Body = provider.LimitBody(c.id, resp.Body, provider.MaxErrBody)
+		case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.amazon.eventstream"):
+			resp.Body = provider.LimitFrames(c.id, resp.Body, provider.MaxEventFrame)
+		default:
+			resp.Body = provider.LimitBody(c.id, resp.Body, c.limit)
+		}
 		filterBody(r, resp)
 	}
 	return resp, err

@@ -49,6 +49,7 @@ func detail(err error) string {
 //	ValidationException                                 -> invalid_request (redacted detail)
 //	ResourceNotFoundException                           -> not_found (redacted detail)
 //	AccessDeniedException                               -> provider credentials (as an HTTP 403)
+//	a body over the gateway's bound                     -> unavailable, upstream_body_too_large
 //	any other HTTP error                                -> provider.StatusError by status
 //	no HTTP response                                    -> provider.TransportError
 func callError(ctx context.Context, id string, err error) error {
@@ -82,6 +83,7 @@ func callError(ctx context.Context, id string, err error) error {
 //	throttlingException                                -> rate_limited
 //	serviceUnavailableException                        -> unavailable
 //	validationException                                -> invalid_request (redacted detail)
+//	a frame over the gateway's bound                   -> unavailable, upstream_body_too_large
 //	anything else (a broken frame, a reset)            -> interrupted
 //
 // Before the first content the failover engine may retry or fall back on
@@ -98,7 +100,10 @@ func classify(id string, err error, inStream bool) *gwerr.Error {
 	mk := func(c gwerr.Category, msg string) *gwerr.Error {
 		return &gwerr.Error{Category: c, Message: msg, Provider: id, Cause: err}
 	}
+	var ge *gwerr.Error
 	switch {
+	case errors.As(err, &ge) && ge.Code == provider.CodeUpstreamBodyTooLarge:
+		return ge // the body bound (plainBodies), as it is
 	case isA[*types.ModelStreamErrorException](err):
 		if inStream {
 			return provider.Interrupted(id, "failed: the model reported an error (modelStreamErrorException)", err)

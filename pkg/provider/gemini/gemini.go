@@ -27,9 +27,6 @@ import (
 // DefaultBaseURL is the Gemini API root used when base_url is empty.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 
-// maxBody caps a non-streaming response body.
-const maxBody = 64 << 20
-
 // timeNow is the clock for the Start event's Created and Retry-After dates.
 var timeNow = time.Now
 
@@ -107,7 +104,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return s, nil
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

@@ -21,9 +21,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
 )
 
-// maxBody caps a non-streaming response body.
-const maxBody = 64 << 20
-
 // Adapter sends chat completions to one OpenAI-compatible provider.
 type Adapter struct {
 	id       string
@@ -111,7 +108,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return newSSEStream(a.id, resp.Body, len(body), !pass, &rq.Trace), nil
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

@@ -51,7 +51,7 @@ func (a *Adapter) ResponsesResource(ctx context.Context, call *provider.Call, me
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

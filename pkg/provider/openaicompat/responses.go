@@ -62,7 +62,7 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 		return &responsesStream{id: a.id, body: resp.Body, r: sse.NewReader(resp.Body, 0), reqBytes: len(body), trace: &rq.Trace}, nil
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(resp.Body) // bounded by the client (provider.LimitTransport)
 	if err != nil {
 		return nil, provider.TransportError(ctx, a.id, err)
 	}

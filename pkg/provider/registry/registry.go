@@ -73,7 +73,9 @@ func Register(d *provider.Descriptor) {
 	}
 	descriptors.m[name] = d
 	Factories[name] = func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return d.New(ctx, id, p, HTTPClient(p))
+		hc := HTTPClient(p)
+		hc.Transport = provider.LimitTransport(id, hc.Transport, provider.BodyLimit(ctx))
+		return d.New(ctx, id, p, hc)
 	}
 }
 
@@ -85,8 +87,12 @@ func Lookup(kind string) (*provider.Descriptor, bool) {
 	return d, ok
 }
 
-// Build returns an adapter for every provider in the config.
+// Build returns an adapter for every provider in the config. Each holds
+// whole upstream bodies to server.max_upstream_body_bytes: the HTTP kinds
+// through their client (provider.LimitTransport), Bedrock through its
+// SDK client (provider.BodyLimit).
 func Build(ctx context.Context, cfg *config.Config) (map[string]provider.Provider, error) {
+	ctx = provider.WithBodyLimit(ctx, cfg.Server.MaxUpstreamBodyBytes)
 	out := make(map[string]provider.Provider, len(cfg.Providers))
 	for _, id := range cfg.ProviderIDs() {
 		p := cfg.Providers[id]
