@@ -24,7 +24,7 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 	if r.FirstTokenTimeout.D() != 10*time.Second || r.Attempts != 2 || len(r.FallbackOn) != 5 || r.IdleTimeout.D() != 30*time.Second {
 		t.Errorf("defaults not applied: %+v", r.Policy)
 	}
-	if c.Server.MaxBodyBytes != 4<<20 || c.Breaker.ConsecutiveFailures != 5 {
+	if c.Server.MaxBodyBytes != 4<<20 || c.Server.MaxUpstreamBodyBytes != 32<<20 || c.Breaker.ConsecutiveFailures != 5 {
 		t.Errorf("server/breaker defaults: %+v %+v", c.Server, c.Breaker)
 	}
 	steps, _, ok := c.Chain("m")

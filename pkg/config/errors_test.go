@@ -73,6 +73,7 @@ var errorCases = []struct{ name, in, want string }{
 
 	// Validation: server, defaults and route policies, breaker.
 	{"max body", "server: {max_body_bytes: -1}\n" + cfg, `config: server.max_body_bytes: must be positive, got -1 (line 1, column 26)`},
+	{"max upstream body", "server: {max_upstream_body_bytes: -1}\n" + cfg, `config: server.max_upstream_body_bytes: must be positive, got -1 (line 1, column 35)`},
 	{"attempts", "defaults: {attempts: 11}\n" + cfg, `config: defaults.attempts: 11 is not between 1 and 10 (line 1, column 22)`},
 	{"max fallbacks", "defaults: {max_fallbacks: -1}\n" + cfg, `config: defaults.max_fallbacks: -1 must not be negative (line 1, column 27)`},
 	{"fallback category", "defaults:\n  fallback_on: [timeout, rate_limitted]\n" + cfg,
