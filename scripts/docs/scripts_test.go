@@ -68,9 +68,14 @@ func TestProgressLinesDuringSilence(t *testing.T) {
 	repo := repoRoot(t)
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release")
-	script := `. "$REPO/scripts/lib/progress.sh"
-progress "compiling the world" - bash -c 'echo started; while [ ! -e "$RELEASE" ]; do sleep 0.1; done; exit 3'
-echo "rc=$?"`
+	// As test.sh runs it: set -e and pipefail, the command's status
+	// returned (3), and a log without compile lines (go test's output).
+	script := `set -euo pipefail
+. "$REPO/scripts/lib/progress.sh"
+progress "compiling the world" - bash -c 'echo started; for i in $(seq 300); do [ -e "$RELEASE" ] && break; sleep 0.1; done; exit 0'
+rc=0
+progress "failing" - bash -c 'exit 3' || rc=$?
+echo "rc=$rc"`
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append(os.Environ(), "REPO="+repo, "RELEASE="+release, "LOGDIR="+dir, "PROGRESS_EVERY=1")
 	pr, pw := io.Pipe()
