@@ -15,6 +15,9 @@ type ResponsesUsage struct {
 	OutputTokens    int // output_tokens, reasoning included
 	CachedTokens    int // input_tokens_details.cached_tokens
 	ReasoningTokens int // output_tokens_details.reasoning_tokens
+	// The built-in tool calls of the output, billed per call: its
+	// web_search_call, file_search_call and code_interpreter_call items.
+	WebSearchCalls, FileSearchCalls, CodeInterpreterCalls int
 }
 
 // ResponsesEventInfo is what the gateway needs to know about one Responses
@@ -163,6 +166,10 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 			ri.FinishReason = incompleteReason(gjson.Get(s, "response.incomplete_details.reason").Str)
 		}
 		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
+			ri.Usage.countCall(item)
+			return true
+		})
 		if collect {
 			dst = append(dst, delta.Part{Kind: delta.Finish, Finish: ri.FinishReason})
 			if ri.HasUsage {
@@ -173,6 +180,10 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 		ri.Failed = true
 		ri.ErrorCode = errorCode(gjson.Get(s, "response.error"))
 		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
+			ri.Usage.countCall(item)
+			return true
+		})
 	case "error":
 		ri.Failed = true
 		doc := gjson.Get(s, "@this")
@@ -234,15 +245,16 @@ func readBody(dst []delta.Part, body []byte, collect bool) (ResponsesEventInfo, 
 	if collect {
 		dst = append(dst, delta.Part{Kind: delta.Start, ID: doc.Get("id").Str, Name: doc.Get("model").Str, Created: doc.Get("created_at").Int()})
 	}
+	readResponsesUsage(doc.Get("usage"), &ri)
 	doc.Get("output").ForEach(func(k, item gjson.Result) bool {
 		ri.Content = true
 		ri.Chars += len(item.Raw)
+		ri.Usage.countCall(item)
 		if collect {
 			dst = appendItem(dst, int(k.Int()), item)
 		}
 		return true
 	})
-	readResponsesUsage(doc.Get("usage"), &ri)
 	if collect && ri.Finish {
 		dst = append(dst, delta.Part{Kind: delta.Finish, Finish: ri.FinishReason})
 	}
@@ -296,6 +308,18 @@ func appendItem(dst []delta.Part, i int, item gjson.Result) []delta.Part {
 // tokens is u in the API-neutral form.
 func (u ResponsesUsage) tokens() delta.Tokens {
 	return delta.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CachedTokens, Reasoning: u.ReasoningTokens}
+}
+
+// countCall counts item when it is a built-in tool call billed per call.
+func (u *ResponsesUsage) countCall(item gjson.Result) {
+	switch item.Get("type").Str {
+	case "web_search_call":
+		u.WebSearchCalls++
+	case "file_search_call":
+		u.FileSearchCalls++
+	case "code_interpreter_call":
+		u.CodeInterpreterCalls++
+	}
 }
 
 // incompleteReason maps incomplete_details.reason to a chat finish reason.
