@@ -79,3 +79,46 @@ func TestUnpricedServerToolIsRefused(t *testing.T) {
 		t.Errorf("allow_unpriced_tools: %d %s", resp.StatusCode, out)
 	}
 }
+
+// searchedFrames is a Responses stream after two web searches: their
+// web_search_call items are in response.completed's output.
+var searchedFrames = []string{
+	`{"type":"response.created","sequence_number":0,"response":{"id":"resp_ws1","object":"response","created_at":1741290958,"status":"in_progress","model":"gpt-5-2025-08-07","output":[]}}`,
+	`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"weather"}}}`,
+	`{"type":"response.output_item.done","sequence_number":2,"output_index":1,"item":{"id":"ws_2","type":"web_search_call","status":"completed","action":{"type":"search","query":"forecast"}}}`,
+	`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_ws1","output_index":2,"content_index":0,"delta":"Sunny","logprobs":[]}`,
+	`{"type":"response.completed","sequence_number":4,"response":{"id":"resp_ws1","object":"response","created_at":1741290958,"status":"completed","model":"gpt-5-2025-08-07","output":[` +
+		`{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"weather"}},{"id":"ws_2","type":"web_search_call","status":"completed","action":{"type":"search","query":"forecast"}},` +
+		`{"id":"msg_ws1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Sunny"}],"role":"assistant"}],` +
+		`"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}}`,
+}
+
+func TestResponsesBuiltinToolFeesAreCharged(t *testing.T) {
+	up := newUpstream(t, nativeHandler(searchedFrames))
+	g := newGateway(t, fastPolicy+fmt.Sprintf(`
+providers:
+  oa: {kind: openai, base_url: %q, apis: [chat, responses]}
+prices:
+  oa/gpt-5: {input: 1.25, output: 10, tool_calls: {web_search: 0.025}}
+routes:
+  m: {targets: [{provider: oa, model: gpt-5}]}
+`, up.URL+"/v1"), func(o *server.Options) { o.Cost = usage.Cost })
+	resp := postTo(t, g.URL+"/v1/responses", `{"model":"m","stream":true,"input":"weather?","tools":[{"type":"web_search"}]}`, "Accept", "text/event-stream")
+	if out := readAll(t, resp.Body); resp.StatusCode != 200 || out != nativeSSE(searchedFrames) {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	r := g.waitRecs(t, 1)[0]
+	want := (1000*1.25+100*10)/1e6 + 2*0.025
+	if r.ToolCalls.WebSearch != 2 || math.Abs(r.CostUSD-want) > 1e-9 {
+		t.Errorf("record tool calls %+v cost %g, want 2 web searches and %g", r.ToolCalls, r.CostUSD, want)
+	}
+	// No price for file_search: refused in the Responses error shape.
+	resp = postTo(t, g.URL+"/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`)
+	out := readAll(t, resp.Body)
+	if resp.StatusCode != 400 || !strings.Contains(out, `"code":"unpriced_tool"`) || !strings.Contains(out, `"param":"tools"`) {
+		t.Errorf("unpriced file_search: %d %s", resp.StatusCode, out)
+	}
+	if n := up.hits.Load(); n != 1 {
+		t.Errorf("%d upstream calls, want 1", n)
+	}
+}
