@@ -13,9 +13,10 @@ const perMillion = 1e6
 
 // Cost prices a finished request with the config's price table (see
 // [TokenCost]); its signature is server.Options.Cost. It is the cost of the
-// serving target's tokens plus that of the stage calls recorded as
-// attempts with tokens (a chat-based moderation check, priced at its own
-// target) and the stage calls' own prices (Attempt.CostUSD: guardrail text
+// serving target's tokens plus that of the attempts recorded with tokens
+// (a chat-based moderation check; a generation attempt discarded inside
+// the head buffer: each priced at its own target) and the stage calls' own
+// prices (Attempt.CostUSD: guardrail text
 // units). A record without a serving target (a cache hit, a refusal)
 // costs only its stage calls; an unpriced target costs 0. The serving
 // target's server-side tool calls (Record.ToolCalls) cost ToolFees.
@@ -37,7 +38,7 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 		if a.Stage != "" {
 			total += max(a.CostUSD, 0)
 		}
-		if a.Stage == "" || a.InputTokens+a.OutputTokens == 0 {
+		if a.InputTokens+a.OutputTokens == 0 {
 			continue
 		}
 		provider, model, _ := strings.Cut(a.Target, "/")
