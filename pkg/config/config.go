@@ -73,6 +73,12 @@ type Server struct {
 	// what Claude Code sends, no server-side tool betas). List "*" to
 	// forward every value.
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
+	// AllowUnpricedTools serves requests declaring a server-side tool
+	// (web search, code execution, ...) that a target of the chain has no
+	// prices.*.tool_calls entry for; its calls then cost 0. Default false:
+	// such a request is refused (400), since a budget cannot bound a fee
+	// it cannot price.
+	AllowUnpricedTools bool `json:"allow_unpriced_tools,omitempty"`
 }
 
 // DefaultMaxUpstreamBodyBytes is server.max_upstream_body_bytes when the

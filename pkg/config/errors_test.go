@@ -166,6 +166,10 @@ var errorCases = []struct{ name, in, want string }{
 	{"price key", cfg + "prices:\n  \"a/\": {input: 1, output: 1}\n", `config: prices.a/: a price is keyed by "provider/model" or "model", not "a/" (line 4, column 9)`},
 	{"price value", cfg + "prices:\n  x: {input: 1, output: 1, cached_input: -1}\n",
 		`config: prices.x.cached_input: -1 is not a price in USD per million tokens (0 to 1e6) (line 4, column 42)`},
+	{"tool price kind", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_serch: 0.01}}\n",
+		`config: prices.x.tool_calls.web_serch: "web_serch" is not a priced tool kind (one of web_search, web_fetch, code_execution, file_search) (line 4, column 52)`},
+	{"tool price value", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_search: -1}}\n",
+		`config: prices.x.tool_calls.web_search: -1 is not a price in USD per call (0 to 1000) (line 4, column 53)`},
 }
 
 func TestErrorsNamePathValueLineAndColumn(t *testing.T) {

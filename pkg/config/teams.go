@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +91,25 @@ type Price struct {
 	// CacheWrite is the price of input tokens written to the prompt cache
 	// (default: Input).
 	CacheWrite *float64 `json:"cache_write,omitempty"`
+	// ToolCalls prices the provider's server-side tools in USD per call,
+	// by kind (web_search, web_fetch, code_execution, file_search;
+	// FeeKinds). A request declaring a tool whose kind is
+	// unpriced for a target of its chain is refused (400) unless
+	// server.allow_unpriced_tools is set.
+	ToolCalls map[string]float64 `json:"tool_calls,omitempty"`
 }
+
+// The server-side tool kinds priced per call (Price.ToolCalls keys):
+// tools the provider runs itself and bills a fee for on top of tokens.
+const (
+	FeeWebSearch     = "web_search"
+	FeeWebFetch      = "web_fetch"
+	FeeCodeExecution = "code_execution"
+	FeeFileSearch    = "file_search"
+)
+
+// FeeKinds are the fee kinds, in a fixed order.
+var FeeKinds = []string{FeeWebSearch, FeeWebFetch, FeeCodeExecution, FeeFileSearch}
 
 // CachedInputPrice is CachedInput, or Input when unset.
 func (p Price) CachedInputPrice() float64 {
@@ -292,6 +311,14 @@ func (c *Config) prepareTeams() error {
 		for _, f := range []string{"input", "output", "cached_input", "cache_write"} {
 			if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
 				return errAt(at.Key(f), "%g is not a price in USD per million tokens (0 to 1e6)", v)
+			}
+		}
+		for _, k := range sortedKeys(p.ToolCalls) {
+			if !slices.Contains(FeeKinds, k) {
+				return errAt(at.Key("tool_calls").Key(k), "%s is not a priced tool kind (one of %s)", show(k), strings.Join(FeeKinds, ", "))
+			}
+			if v := p.ToolCalls[k]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e3 {
+				return errAt(at.Key("tool_calls").Key(k), "%g is not a price in USD per call (0 to 1000)", v)
 			}
 		}
 	}

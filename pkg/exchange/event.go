@@ -143,6 +143,9 @@ type TokenUsage struct {
 	// Reasoning counts the output tokens spent on reasoning, when the
 	// provider reports them.
 	Reasoning int `json:"reasoning_tokens,omitempty"`
+	// Tools counts the server-side tool calls the provider reported
+	// billing (web searches, fetches, ...), priced per call.
+	Tools ToolCalls `json:"tool_calls,omitzero"`
 	// Estimated is true when the figures are the gateway's estimate.
 	Estimated bool `json:"estimated,omitempty"`
 }

@@ -52,8 +52,11 @@ type Record struct {
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// CacheHit reports that the prompt cache served part of the input
 	// (CachedTokens > 0); set when the record is stored.
-	CacheHit  bool `json:"cache_hit,omitempty"`
-	Estimated bool `json:"tokens_estimated,omitempty"`
+	CacheHit bool `json:"cache_hit,omitempty"`
+	// ToolCalls counts the serving target's billed server-side tool calls
+	// (web searches, fetches, ...), priced per call (Price.ToolCalls).
+	ToolCalls ToolCalls `json:"tool_calls,omitzero"`
+	Estimated bool      `json:"tokens_estimated,omitempty"`
 	// DroppedFeatures lists the request features (keys) the serving target
 	// went without, as the route's translate_without allowed.
 	DroppedFeatures []string `json:"dropped_features,omitempty"`
@@ -114,6 +117,7 @@ func (rec *Record) Fill(r *Request) {
 func (rec *Record) SetUsage(u TokenUsage) {
 	rec.InputTokens, rec.OutputTokens = u.Input, u.Output
 	rec.CachedTokens, rec.CacheWriteTokens, rec.Estimated = u.CacheRead, u.CacheWrite, u.Estimated
+	rec.ToolCalls = u.Tools
 }
 
 // Settle is called exactly once, after a request, with its final record,

@@ -25,7 +25,10 @@ type Attempt struct {
 	// that made the call: StageModerationInput, StageModerationOutput.
 	Stage string `json:"stage,omitempty"`
 	// InputTokens and OutputTokens are a stage call's usage (a chat-based
-	// moderation check), priced into the request's cost.
+	// moderation check), or the tokens of a generation attempt discarded
+	// inside the head buffer (it streamed content, then failed before the
+	// client saw any, and the next target served); either way not in the
+	// record's own totals, and priced into the request's cost.
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`
 	// Decision is a moderation layer's outcome on its call: allow, block,

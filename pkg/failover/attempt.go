@@ -58,6 +58,12 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		rd.stopWindow()
 		if stream != nil {
 			rd.settle()
+			if !firstAt.IsZero() {
+				// Discarded inside the head buffer: the client saw none of
+				// it, but the upstream billed what it streamed.
+				u := stream.Usage()
+				rec.InputTokens, rec.OutputTokens = u.Input, u.Output
+			}
 			stream.Close()
 		}
 		ge, outcome := r.classify(ctx, actx, err, limit)

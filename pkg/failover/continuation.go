@@ -213,5 +213,6 @@ func (c *continuation) splice(head []exchange.Event) []exchange.Event {
 // add sums two attempts' tokens.
 func add(a, b exchange.TokenUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
-		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Estimated: a.Estimated || b.Estimated}
+		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Tools: a.Tools.Add(b.Tools),
+		Estimated: a.Estimated || b.Estimated}
 }

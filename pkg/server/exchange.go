@@ -79,6 +79,10 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 		x.fail(err)
 		return
 	}
+	if err := checkToolFees(cfg, req); err != nil {
+		x.fail(err)
+		return
+	}
 	if h.front.Admit != nil {
 		settle, err := h.front.Admit(r.Context(), req)
 		if err != nil {

@@ -44,7 +44,10 @@ func kindsGateway(t *testing.T, anth, bed string, opts ...func(*server.Options))
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("ANTHROPIC_TEST_KEY", "sk-ant-test-key-0000000000")
+	// Built-in tools are served unpriced: these tests are about which
+	// targets can carry them (fees_test.go prices them).
 	return newGateway(t, fastPolicy+fmt.Sprintf(`
+server: {allow_unpriced_tools: true}
 providers:
   anthropic: {kind: anthropic, base_url: %q, keys: [{env: ANTHROPIC_TEST_KEY}]}
   bedrock:   {kind: bedrock, region: us-east-1, endpoint: %q}

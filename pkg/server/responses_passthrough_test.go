@@ -62,7 +62,9 @@ func nativeHandler(frames []string) func(http.ResponseWriter, *http.Request, []b
 // provider and/or a chat-only one, in the order given ("native", "chat").
 func responsesRoute(targets ...[2]string) string {
 	var b strings.Builder
-	b.WriteString(fastPolicy + "providers:\n")
+	// Built-in tools are served unpriced: these tests are about the
+	// passthrough (fees_test.go prices them).
+	b.WriteString(fastPolicy + "server: {allow_unpriced_tools: true}\nproviders:\n")
 	for i, tg := range targets {
 		apis := ""
 		if tg[0] == "native" {

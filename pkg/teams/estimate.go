@@ -3,6 +3,8 @@ package teams
 import (
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/usage"
@@ -16,6 +18,10 @@ const (
 	ReplyPrimingTokens = 3
 	// NonTextPartTokens is counted for each image or binary document.
 	NonTextPartTokens = 768
+	// DefaultToolUses is the number of calls reserved for each declared
+	// server-side tool that bills per call (web search, ...) when the
+	// client sent no max_uses for it.
+	DefaultToolUses = 10
 )
 
 // Estimate is what admission reserves for one request.
@@ -30,8 +36,12 @@ type Estimate struct {
 	// max_tokens of the chain's targets (default 4096); times n.
 	OutputTokens int64
 	// CostUSD is InputTokens at the input price plus OutputTokens at the
-	// output price of the most expensive target of the chain.
+	// output price plus ToolUses at the per-call prices of the most
+	// expensive target of the chain.
 	CostUSD float64
+	// ToolUses bounds the calls of each declared server-side tool that
+	// bills per call: its max_uses, else DefaultToolUses.
+	ToolUses exchange.ToolCalls
 }
 
 // EstimateInputTokens estimates a request's prompt tokens before any call:
@@ -121,10 +131,36 @@ func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
 	if a.Prompt != nil && a.Prompt.Output.Choices > 1 {
 		e.OutputTokens *= int64(a.Prompt.Output.Choices)
 	}
+	e.ToolUses = toolUses(a.Prompt)
 	for _, s := range a.Steps {
 		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
-			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p, e.InputTokens, e.OutputTokens))
+			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p, e.InputTokens, e.OutputTokens)+usage.ToolFees(p, e.ToolUses))
 		}
 	}
 	return e
+}
+
+// toolUses bounds the calls of p's declared per-call-billed tools: each
+// tool's max_uses (Anthropic's field), else DefaultToolUses.
+func toolUses(p *exchange.Prompt) exchange.ToolCalls {
+	var c exchange.ToolCalls
+	if p == nil {
+		return c
+	}
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		if t.Kind != exchange.ToolBuiltin {
+			continue
+		}
+		k := exchange.FeeKind(t.Type)
+		if k == "" {
+			continue
+		}
+		n := DefaultToolUses
+		if m := gjson.GetBytes(t.Raw, "max_uses"); m.Type == gjson.Number && m.Int() > 0 {
+			n = int(min(m.Int(), 1000))
+		}
+		c = c.Add(exchange.ToolCallsOf(k, n))
+	}
+	return c
 }

@@ -13,11 +13,13 @@ const perMillion = 1e6
 
 // Cost prices a finished request with the config's price table (see
 // [TokenCost]); its signature is server.Options.Cost. It is the cost of the
-// serving target's tokens plus that of the stage calls recorded as
-// attempts with tokens (a chat-based moderation check, priced at its own
-// target) and the stage calls' own prices (Attempt.CostUSD: guardrail text
+// serving target's tokens plus that of the attempts recorded with tokens
+// (a chat-based moderation check; a generation attempt discarded inside
+// the head buffer: each priced at its own target) and the stage calls' own
+// prices (Attempt.CostUSD: guardrail text
 // units). A record without a serving target (a cache hit, a refusal)
-// costs only its stage calls; an unpriced target costs 0.
+// costs only its stage calls; an unpriced target costs 0. The serving
+// target's server-side tool calls (Record.ToolCalls) cost ToolFees.
 func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 	if cfg == nil || rec == nil {
 		return 0
@@ -29,14 +31,14 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 			provider, model = rec.Provider, strings.TrimPrefix(rec.Target, rec.Provider+"/")
 		}
 		if p, ok := cfg.PriceFor(provider, model); ok {
-			total = TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens)
+			total = TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens) + ToolFees(p, rec.ToolCalls)
 		}
 	}
 	for _, a := range rec.Attempts {
 		if a.Stage != "" {
 			total += max(a.CostUSD, 0)
 		}
-		if a.Stage == "" || a.InputTokens+a.OutputTokens == 0 {
+		if a.InputTokens+a.OutputTokens == 0 {
 			continue
 		}
 		provider, model, _ := strings.Cut(a.Target, "/")
@@ -67,6 +69,18 @@ func TokenCost(p config.Price, input, output, cached, cacheWrite int) float64 {
 	c := float64(plain)*p.Input + float64(cached)*p.CachedInputPrice() +
 		float64(cacheWrite)*p.CacheWritePrice() + float64(output)*p.Output
 	return c / perMillion
+}
+
+// ToolFees is the cost in USD of server-side tool calls at price p: each
+// kind's count times p.ToolCalls[kind] (an unpriced kind costs 0).
+func ToolFees(p config.Price, c exchange.ToolCalls) float64 {
+	total := 0.0
+	for _, k := range config.FeeKinds {
+		if n := c.Get(k); n > 0 {
+			total += float64(n) * p.ToolCalls[k]
+		}
+	}
+	return total
 }
 
 // EstimateCost is the cost in USD of input uncached tokens and output

@@ -243,7 +243,8 @@ func finishEvent(stop string, seq *string) exchange.Event {
 // prompt token, cached or not (Anthropic's input_tokens excludes them).
 func tokenUsage(u messageswire.Usage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
+		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
 }
 
 // usage returns the figures counted so far.

@@ -144,7 +144,8 @@ func wholeMessage(id string, data []byte) (provider.Stream, error) {
 // every prompt token, cached ones included.
 func messagesUsage(u messageswire.Usage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
+		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
 }
 
 // countModel is the model id CountTokens is asked about: the base model

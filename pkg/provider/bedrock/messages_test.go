@@ -29,7 +29,10 @@ const nova = "amazon.nova-pro-v1:0"
 func messagesGateway(t *testing.T, f *fakeBedrock, model string) anthropic.Client {
 	t.Helper()
 	awsEnv(t)
+	// Server tools are served unpriced here: these tests are about what
+	// Bedrock can carry (pkg/server's fees_test.go prices them).
 	cfg, err := config.Parse([]byte(`
+server: {allow_unpriced_tools: true}
 providers:
   br: {kind: bedrock, region: us-east-1, endpoint: "` + f.srv.URL + `"}
 routes:

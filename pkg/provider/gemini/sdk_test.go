@@ -109,7 +109,9 @@ func newGateway(t *testing.T, urls ...string) *gateway {
 func newGatewayVariant(t *testing.T, variant string, urls ...string) *gateway {
 	t.Setenv(sdkKeyEnv, sdkKey)
 	var b strings.Builder
-	b.WriteString("defaults: {backoff_base: 1ms, backoff_max: 2ms, attempts: 1}\nproviders:\n")
+	// Server tools are served unpriced: these tests are about what Gemini
+	// can carry (pkg/server's fees_test.go prices them).
+	b.WriteString("defaults: {backoff_base: 1ms, backoff_max: 2ms, attempts: 1}\nserver: {allow_unpriced_tools: true}\nproviders:\n")
 	for i, u := range urls {
 		b.WriteString("  g" + string(rune('0'+i)) + ": {kind: gemini, base_url: \"" + u + "/v1beta\", keys: [{env: " + sdkKeyEnv + "}]}\n")
 	}

@@ -103,7 +103,8 @@ func background(body []byte) bool {
 
 // responsesUsage maps Responses API usage to the gateway's.
 func responsesUsage(ru responseswire.ResponsesUsage) exchange.TokenUsage {
-	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens}
+	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens,
+		Tools: exchange.ToolCalls{WebSearch: ru.WebSearchCalls, FileSearch: ru.FileSearchCalls, CodeExecution: ru.CodeInterpreterCalls}}
 }
 
 // responsesStream relays a Responses API event stream as Raw events.

@@ -180,6 +180,15 @@ type Usage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+	// ServerToolUse counts the server-side tool calls billed per use.
+	ServerToolUse ServerToolUse `json:"server_tool_use,omitzero"`
+}
+
+// ServerToolUse is a usage's server_tool_use: the billed server-side tool
+// requests (web search, web fetch).
+type ServerToolUse struct {
+	WebSearchRequests int `json:"web_search_requests,omitempty"`
+	WebFetchRequests  int `json:"web_fetch_requests,omitempty"`
 }
 
 // DeltaUsage is the usage of a message_delta event: cumulative figures, of

@@ -40,6 +40,7 @@ const (
 	HasOutput
 	HasCacheRead
 	HasCacheWrite
+	HasServerTools
 )
 
 // EventInfo is what one stream event (or a whole response) says, for a
@@ -93,6 +94,9 @@ func (i *EventInfo) MergeUsage(u *Usage) bool {
 	}
 	if i.UsageHas&HasCacheWrite != 0 {
 		u.CacheCreationInputTokens = i.Usage.CacheCreationInputTokens
+	}
+	if i.UsageHas&HasServerTools != 0 {
+		u.ServerToolUse = i.Usage.ServerToolUse
 	}
 	if i.UsageHas&HasOutput != 0 {
 		u.OutputTokens = i.Usage.OutputTokens
@@ -163,6 +167,10 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 		ei.Usage = Usage{InputTokens: field("input_tokens", HasInput), OutputTokens: field("output_tokens", HasOutput),
 			CacheReadInputTokens:     field("cache_read_input_tokens", HasCacheRead),
 			CacheCreationInputTokens: field("cache_creation_input_tokens", HasCacheWrite)}
+		if st := u.Get("server_tool_use"); st.IsObject() {
+			ei.UsageHas |= HasServerTools
+			ei.Usage.ServerToolUse = serverToolUseOf(st)
+		}
 		ei.StopReason = gjson.Get(s, "delta.stop_reason").Str
 		ei.StopSequence = gjson.Get(s, "delta.stop_sequence").Str
 		if collect && ei.StopReason != "" {
@@ -306,5 +314,11 @@ func Tokens(u Usage) delta.Tokens {
 // usageOf reads a usage object.
 func usageOf(u gjson.Result) Usage {
 	return Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int()),
-		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()), CacheReadInputTokens: int(u.Get("cache_read_input_tokens").Int())}
+		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()), CacheReadInputTokens: int(u.Get("cache_read_input_tokens").Int()),
+		ServerToolUse: serverToolUseOf(u.Get("server_tool_use"))}
+}
+
+// serverToolUseOf reads a usage's server_tool_use object.
+func serverToolUseOf(st gjson.Result) ServerToolUse {
+	return ServerToolUse{WebSearchRequests: int(st.Get("web_search_requests").Int()), WebFetchRequests: int(st.Get("web_fetch_requests").Int())}
 }

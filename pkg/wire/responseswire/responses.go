@@ -9,14 +9,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
-// ResponsesUsage is the Responses API usage object's figures.
-type ResponsesUsage struct {
-	InputTokens     int // input_tokens: every prompt token, cached or not
-	OutputTokens    int // output_tokens, reasoning included
-	CachedTokens    int // input_tokens_details.cached_tokens
-	ReasoningTokens int // output_tokens_details.reasoning_tokens
-}
-
 // ResponsesEventInfo is what the gateway needs to know about one Responses
 // API stream event (or a whole non-streaming response). It holds no
 // references into the inspected bytes.
@@ -163,6 +155,10 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 			ri.FinishReason = incompleteReason(gjson.Get(s, "response.incomplete_details.reason").Str)
 		}
 		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
+			ri.Usage.countCall(item)
+			return true
+		})
 		if collect {
 			dst = append(dst, delta.Part{Kind: delta.Finish, Finish: ri.FinishReason})
 			if ri.HasUsage {
@@ -173,6 +169,10 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 		ri.Failed = true
 		ri.ErrorCode = errorCode(gjson.Get(s, "response.error"))
 		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
+			ri.Usage.countCall(item)
+			return true
+		})
 	case "error":
 		ri.Failed = true
 		doc := gjson.Get(s, "@this")
@@ -234,15 +234,16 @@ func readBody(dst []delta.Part, body []byte, collect bool) (ResponsesEventInfo, 
 	if collect {
 		dst = append(dst, delta.Part{Kind: delta.Start, ID: doc.Get("id").Str, Name: doc.Get("model").Str, Created: doc.Get("created_at").Int()})
 	}
+	readResponsesUsage(doc.Get("usage"), &ri)
 	doc.Get("output").ForEach(func(k, item gjson.Result) bool {
 		ri.Content = true
 		ri.Chars += len(item.Raw)
+		ri.Usage.countCall(item)
 		if collect {
 			dst = appendItem(dst, int(k.Int()), item)
 		}
 		return true
 	})
-	readResponsesUsage(doc.Get("usage"), &ri)
 	if collect && ri.Finish {
 		dst = append(dst, delta.Part{Kind: delta.Finish, Finish: ri.FinishReason})
 	}
@@ -293,11 +294,6 @@ func appendItem(dst []delta.Part, i int, item gjson.Result) []delta.Part {
 	return dst
 }
 
-// tokens is u in the API-neutral form.
-func (u ResponsesUsage) tokens() delta.Tokens {
-	return delta.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CachedTokens, Reasoning: u.ReasoningTokens}
-}
-
 // incompleteReason maps incomplete_details.reason to a chat finish reason.
 func incompleteReason(r string) string {
 	if r == "content_filter" {
@@ -313,19 +309,6 @@ func errorCode(e gjson.Result) string {
 		c = e.Get("type").Str
 	}
 	return string([]byte(c))
-}
-
-func readResponsesUsage(u gjson.Result, ri *ResponsesEventInfo) {
-	if !u.IsObject() {
-		return
-	}
-	ri.HasUsage = true
-	ri.Usage = ResponsesUsage{
-		InputTokens:     int(u.Get("input_tokens").Int()),
-		OutputTokens:    int(u.Get("output_tokens").Int()),
-		CachedTokens:    int(u.Get("input_tokens_details.cached_tokens").Int()),
-		ReasoningTokens: int(u.Get("output_tokens_details.reasoning_tokens").Int()),
-	}
 }
 
 // deltaRaw returns a delta frame's "delta" string literal (quotes
@@ -372,12 +355,4 @@ func SequenceNumber(data []byte) int64 {
 		return -1
 	}
 	return n
-}
-
-// ReadUsage reads the top-level usage of a whole Responses API object (a
-// response in any status, a compaction), zero when it has none.
-func ReadUsage(body []byte) delta.Tokens {
-	var ri ResponsesEventInfo
-	readResponsesUsage(gjson.GetBytes(body, "usage"), &ri)
-	return ri.Usage.tokens()
 }

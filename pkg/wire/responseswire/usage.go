@@ -1,0 +1,57 @@
+package responseswire
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/llmgw/llmgw/pkg/wire/delta"
+)
+
+// ResponsesUsage is the Responses API usage object's figures.
+type ResponsesUsage struct {
+	InputTokens     int // input_tokens: every prompt token, cached or not
+	OutputTokens    int // output_tokens, reasoning included
+	CachedTokens    int // input_tokens_details.cached_tokens
+	ReasoningTokens int // output_tokens_details.reasoning_tokens
+	// The built-in tool calls of the output, billed per call: its
+	// web_search_call, file_search_call and code_interpreter_call items.
+	WebSearchCalls, FileSearchCalls, CodeInterpreterCalls int
+}
+
+// tokens is u in the API-neutral form.
+func (u ResponsesUsage) tokens() delta.Tokens {
+	return delta.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CachedTokens, Reasoning: u.ReasoningTokens}
+}
+
+// countCall counts item when it is a built-in tool call billed per call.
+func (u *ResponsesUsage) countCall(item gjson.Result) {
+	switch item.Get("type").Str {
+	case "web_search_call":
+		u.WebSearchCalls++
+	case "file_search_call":
+		u.FileSearchCalls++
+	case "code_interpreter_call":
+		u.CodeInterpreterCalls++
+	}
+}
+
+// readResponsesUsage reads a usage object into ri.
+func readResponsesUsage(u gjson.Result, ri *ResponsesEventInfo) {
+	if !u.IsObject() {
+		return
+	}
+	ri.HasUsage = true
+	ri.Usage = ResponsesUsage{
+		InputTokens:     int(u.Get("input_tokens").Int()),
+		OutputTokens:    int(u.Get("output_tokens").Int()),
+		CachedTokens:    int(u.Get("input_tokens_details.cached_tokens").Int()),
+		ReasoningTokens: int(u.Get("output_tokens_details.reasoning_tokens").Int()),
+	}
+}
+
+// ReadUsage reads the top-level usage of a whole Responses API object (a
+// response in any status, a compaction), zero when it has none.
+func ReadUsage(body []byte) delta.Tokens {
+	var ri ResponsesEventInfo
+	readResponsesUsage(gjson.GetBytes(body, "usage"), &ri)
+	return ri.Usage.tokens()
+}
