@@ -94,6 +94,9 @@ var DefaultAnthropicBetas = []string{
 	"context-management-2025-06-27", "context-1m-2025-08-07", "advanced-tool-use-2025-11-20", "effort-2025-11-24",
 	"prompt-caching-2024-07-31", "token-counting-2024-11-01", "token-efficient-tools-2025-02-19",
 	"output-128k-2025-02-19", "extended-cache-ttl-2025-04-11", "structured-outputs-2025-11-13",
+	// Sent by Claude Code 2.1.332 (scripts/agents pins it).
+	"mid-conversation-tool-changes-2026-07-01", "thinking-token-count-2026-05-13", "per-turn-control-2026-07-01",
+	"tool-search-tool-2025-10-19",
 }
 
 // Provider is one upstream account: a kind of API, where it is and its keys.
