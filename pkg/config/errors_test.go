@@ -129,7 +129,7 @@ var errorCases = []struct{ name, in, want string }{
 	{"target options on another kind", pa + "routes: {m: {targets: [{provider: a, options: {prompt_caching: \"on\"}}]}}\n",
 		`config: routes.m.targets[0].options: provider a (kind fake) takes no target options; only kind bedrock targets do (line 2, column 47)`},
 	{"bedrock target option", "providers: {b: {kind: bedrock}}\nroutes: {m: {targets: [{provider: b, model: x, options: {prompt_cachng: \"on\"}}]}}\n",
-		`config: routes.m.targets[0].options.prompt_cachng: unknown bedrock target option "prompt_cachng", did you mean "prompt_caching"? (options: base_model, prompt_caching) (line 2, column 58)`},
+		`config: routes.m.targets[0].options.prompt_cachng: unknown bedrock target option "prompt_cachng", did you mean "prompt_caching"? (options: base_model, openai_endpoint, prompt_caching) (line 2, column 58)`},
 	{"bedrock prompt caching value", "providers: {b: {kind: bedrock}}\nroutes: {m: {targets: [{provider: b, model: x, options: {prompt_caching: \"yes\"}}]}}\n",
 		`config: routes.m.targets[0].options.prompt_caching: "yes" is not on or off (line 2, column 74)`},
 	{"variant name", pa + "routes: {m: {targets: [{provider: a, variant: {system: Terse.}}]}}\n",

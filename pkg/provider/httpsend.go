@@ -32,6 +32,13 @@ type Sender struct {
 	// was sent, to be redacted from any message. Nil classifies by status
 	// alone.
 	StatusError func(resp *http.Response, body []byte, secret string) error
+	// Authorize, when set, authenticates each request once its headers
+	// and body are final (Bedrock's OpenAI-compatible endpoints: a SigV4
+	// signature, or a Bedrock API key as a Bearer token); body is the
+	// bytes sent. Nil: the call's provider key in AuthHeader. Its error
+	// fails the attempt before any byte is sent (unavailable, unless it
+	// is a *gwerr.Error already).
+	Authorize func(req *http.Request, body []byte) error
 }
 
 // Post sends body to url and returns the success response, whose body the
@@ -58,6 +65,14 @@ func (s *Sender) Send(ctx context.Context, call *Call, method, url string, body 
 		header(req.Header)
 	}
 	SetRequestHeaders(req.Header, call, stream, s.Headers, s.AuthHeader)
+	if s.Authorize != nil {
+		if err := s.Authorize(req, body); err != nil {
+			if ge, ok := err.(*gwerr.Error); ok {
+				return nil, ge
+			}
+			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "could not authenticate the upstream request", Provider: s.Provider, Cause: err}
+		}
+	}
 	resp, err := Do(ctx, s.Client, s.Provider, call, req)
 	if err != nil {
 		return nil, err

@@ -125,6 +125,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 )
 
 var timeNow = time.Now
@@ -142,6 +143,10 @@ var _ API = (*bedrockruntime.Client)(nil)
 type Adapter struct {
 	id  string
 	api API
+	// oai are the passthroughs to Bedrock's OpenAI-compatible endpoints,
+	// by openai_endpoint value (openai.go); nil for an adapter built over
+	// an API alone (NewWithAPI), whose targets then speak no OpenAI API.
+	oai map[string]*openaicompat.Adapter
 }
 
 var (
@@ -160,6 +165,13 @@ var (
 // failover engine) and still honouring AWS_CA_BUNDLE, which the SDK can
 // only add to its own client type. A non-nil hc replaces it (tests).
 func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) (*Adapter, error) {
+	return NewWithHTTP(ctx, id, p, hc, nil)
+}
+
+// NewWithHTTP is New with web, the HTTP client of the OpenAI-compatible
+// endpoints (openai.go: the registry's client for the provider); nil
+// means the SDK's transport, bounded and following no redirect.
+func NewWithHTTP(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient, web *http.Client) (*Adapter, error) {
 	if p.Endpoint != "" {
 		u, err := url.Parse(p.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -177,18 +189,25 @@ func New(ctx context.Context, id string, p *config.Provider, hc aws.HTTPClient) 
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("provider %s: region is required for kind bedrock (set region, or AWS_REGION)", id)
 	}
+	base := noRedirects(cfg.HTTPClient)
+	if hc != nil {
+		base = hc
+	}
 	client := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
 		if p.Endpoint != "" {
 			o.BaseEndpoint = aws.String(p.Endpoint)
 		}
-		o.HTTPClient = noRedirects(o.HTTPClient)
-		if hc != nil {
-			o.HTTPClient = hc
-		}
-		o.HTTPClient = plainBodies{HTTPClient: o.HTTPClient, id: id, limit: provider.BodyLimit(ctx)}
+		o.HTTPClient = plainBodies{HTTPClient: base, id: id, limit: provider.BodyLimit(ctx)}
 		o.Retryer = aws.NopRetryer{}
 	})
-	return NewWithAPI(id, client), nil
+	if web == nil {
+		web = webClient(id, base, provider.BodyLimit(ctx))
+	}
+	a := NewWithAPI(id, client)
+	if a.oai, err = openaiUpstreams(id, p, client.Options(), web); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // plainBodies hides the WriteTo method of the SDK's request bodies.
@@ -279,6 +298,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	if call.Req.API == exchange.Messages && speaksMessages(call.Model(), call.Step.Options) {
 		return a.sendMessages(ctx, call)
+	}
+	if speaksOpenAI(string(call.Req.API), call.Model(), call.Step.Options) && a.oai != nil {
+		return a.sendOpenAI(ctx, call)
 	}
 	model := call.Model()
 	tr := converter{call: call, target: a.id + "/" + model, claude: claude(model, call.Step.Options)}

@@ -17,9 +17,14 @@ import (
 // (TargetSpeaks: InvokeModel and InvokeModelWithResponseStream with the
 // client's body, so no Messages feature keeps it out of a route); every
 // other request is translated, embeddings too (Titan and Cohere models).
-// It takes no keys:
-// the AWS credential chain signs every request. Its targets take
-// options prompt_caching (on|off) and base_model, and a model id that is a
+// A target whose model is OpenAI's (openai.*), or whose openai_endpoint
+// option names one, speaks Chat Completions and Responses at Bedrock's
+// OpenAI-compatible endpoint (openai.go), passed through as the openai
+// kind passes them. It takes no keys:
+// the AWS credential chain signs every request (or a Bedrock API key in
+// AWS_BEARER_TOKEN_BEDROCK authenticates it). Its targets take options
+// prompt_caching (on|off), openai_endpoint (runtime|mantle|off) and
+// base_model, and a model id that is a
 // cross-region inference profile or an ARN is priced as its base model.
 var Descriptor = &provider.Descriptor{
 	Config: config.Kind{
@@ -31,6 +36,7 @@ var Descriptor = &provider.Descriptor{
 				}
 				return ""
 			},
+			"openai_endpoint": checkEndpoint,
 			"base_model": func(v string) string {
 				if v == "" || strings.HasPrefix(v, "arn:") {
 					return config.Show(v) + " must be a base model id (like anthropic.claude-sonnet-4-5-20250929-v1:0)"
@@ -40,12 +46,15 @@ var Descriptor = &provider.Descriptor{
 		},
 		BaseModel: modelid.Base,
 		TargetSpeaks: func(api, model string, opts map[string]string) bool {
-			return api == string(exchange.Messages) && speaksMessages(model, opts)
+			if api == string(exchange.Messages) {
+				return speaksMessages(model, opts)
+			}
+			return speaksOpenAI(api, model, opts)
 		},
 	},
 	TranslatesEmbeddings: true,
-	New: func(ctx context.Context, id string, p *config.Provider, _ *http.Client) (provider.Provider, error) {
-		return New(ctx, id, p, nil)
+	New: func(ctx context.Context, id string, p *config.Provider, hc *http.Client) (provider.Provider, error) {
+		return NewWithHTTP(ctx, id, p, nil, hc)
 	},
 }
 

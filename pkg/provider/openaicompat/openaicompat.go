@@ -47,19 +47,44 @@ var _ provider.Provider = (*Adapter)(nil)
 // (connection pooling, connect timeout); it must not have a total Timeout,
 // streams are bounded by the failover engine's phase timeouts instead.
 func New(id string, p *config.Provider, client *http.Client) (*Adapter, error) {
-	u, err := url.Parse(p.BaseURL)
+	return NewAt(id, p, client, Upstream{BaseURL: p.BaseURL, Responses: p.Speaks(string(exchange.Responses))})
+}
+
+// Upstream is where an Adapter sends and how it authenticates, for an
+// adapter of another kind that reaches an OpenAI-compatible API of its
+// own (Bedrock's OpenAI-compatible endpoints, pkg/provider/bedrock): the
+// same passthrough of Chat Completions and Responses, at another root,
+// signed otherwise.
+type Upstream struct {
+	// BaseURL is the API root: /chat/completions, /responses and
+	// /embeddings are under it; a query string is kept on every call.
+	BaseURL string
+	// Responses: the upstream speaks the Responses API natively, so
+	// Responses clients pass through to it.
+	Responses bool
+	// Authorize, when set, authenticates each request
+	// (provider.Sender.Authorize); nil: the provider key in its header.
+	Authorize func(req *http.Request, body []byte) error
+}
+
+// NewAt returns the adapter for provider id at upstream u (New is NewAt
+// at the provider's base_url). p gives the static headers, the key header
+// and options.max_tokens_field.
+func NewAt(id string, p *config.Provider, client *http.Client, u Upstream) (*Adapter, error) {
+	base, err := url.Parse(u.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: base_url: %w", id, err)
 	}
-	base := strings.TrimSuffix(u.Path, "/")
-	u.Path = base + "/chat/completions"
-	endpoint := u.String()
-	u.Path = base + "/embeddings"
-	embeddings := u.String()
-	u.Path = base + "/responses"
-	a := &Adapter{id: id, endpoint: endpoint, responsesEndpoint: u.String(), responses: p.Speaks(string(exchange.Responses)),
+	root := strings.TrimSuffix(base.Path, "/")
+	base.Path = root + "/chat/completions"
+	endpoint := base.String()
+	base.Path = root + "/embeddings"
+	embeddings := base.String()
+	base.Path = root + "/responses"
+	a := &Adapter{id: id, endpoint: endpoint, responsesEndpoint: base.String(), responses: u.Responses,
 		embeddingsEndpoint: embeddings, maxTokensField: p.Options["max_tokens_field"]}
-	a.send = provider.Sender{Provider: id, Client: client, Headers: p.Headers, AuthHeader: provider.KeyHeader(p, defaultKeyHeader), StatusError: a.statusError}
+	a.send = provider.Sender{Provider: id, Client: client, Headers: p.Headers, AuthHeader: provider.KeyHeader(p, defaultKeyHeader),
+		StatusError: a.statusError, Authorize: u.Authorize}
 	return a, nil
 }
 
@@ -146,8 +171,12 @@ func usageOf(ou chatwire.Usage) exchange.TokenUsage {
 	return u
 }
 
-// statusError classifies an upstream error (provider.Sender.StatusError).
-// The body's message is redacted before it may reach a client.
+// statusError classifies an upstream error (provider.Sender.StatusError):
+// OpenAI's error object ({"error":{"message","type","code"}}), else the
+// AWS shape Bedrock's OpenAI-compatible endpoints may answer with (a
+// top-level message, the error type in x-amzn-ErrorType, e.g.
+// ThrottlingException). The body's message is redacted before it may
+// reach a client.
 func (a *Adapter) statusError(resp *http.Response, raw []byte, secret string) error {
 	var env struct {
 		Error struct {
@@ -155,12 +184,19 @@ func (a *Adapter) statusError(resp *http.Response, raw []byte, secret string) er
 			Type    string `json:"type"`
 			Code    any    `json:"code"`
 		} `json:"error"`
+		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(raw, &env)
-	errType := env.Error.Type
+	errType, msg := env.Error.Type, env.Error.Message
 	if c, ok := env.Error.Code.(string); ok {
 		errType += " " + c // the code is often the more specific word (content_policy_violation)
 	}
-	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(env.Error.Message, secret),
+	if strings.TrimSpace(errType) == "" {
+		errType, _, _ = strings.Cut(resp.Header.Get("X-Amzn-Errortype"), ":")
+	}
+	if msg == "" {
+		msg = env.Message
+	}
+	return provider.StatusError(a.id, resp.StatusCode, errType, gwerr.Redact(msg, secret),
 		retryafter.Parse(resp.Header, timeNow()))
 }
