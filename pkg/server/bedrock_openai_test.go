@@ -2,9 +2,9 @@ package server_test
 
 import (
 	"context"
-	"math"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,7 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
-	"github.com/llmgw/llmgw/pkg/internal/testkit"
+	"github.com/llmgw/llmgw/pkg/provider/bedrock/bedrocktest"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/usage"
 )
@@ -27,7 +27,7 @@ import (
 // passed through as to OpenAI itself, so a route fails over between
 // OpenAI and Bedrock with no translation. The fake Bedrock speaks
 // OpenAI's wire format at Bedrock's paths and checks every request's
-// signature the way AWS does (testkit.CheckSigV4).
+// signature the way AWS does (bedrocktest.CheckSigV4).
 
 // bedrockOAICreds are the static credentials the gateway signs with.
 var bedrockOAICreds = aws.Credentials{AccessKeyID: "AKIDBEDROCKOAI", SecretAccessKey: "bedrock-oai-secret"}
@@ -66,7 +66,7 @@ func (b *bedrockOAI) serve(w http.ResponseWriter, r *http.Request, body []byte, 
 			authErr = fmt.Errorf("authorization %q, x-amz-date %q", got, r.Header.Get("X-Amz-Date"))
 		}
 	} else {
-		authErr = testkit.CheckSigV4(r, body, service, "us-east-1", bedrockOAICreds)
+		authErr = bedrocktest.CheckSigV4(r, body, service, "us-east-1", bedrockOAICreds)
 	}
 	if authErr != nil {
 		b.t.Errorf("%s %s: %v", r.Method, r.URL.Path, authErr)

@@ -1,4 +1,7 @@
-package testkit
+// Package bedrocktest holds what the fake Bedrock upstreams of the
+// gateway's tests share (pkg/server, scripts/agents): checking a request's
+// SigV4 signature the way AWS does.
+package bedrocktest
 
 import (
 	"bytes"
