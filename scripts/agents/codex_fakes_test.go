@@ -157,22 +157,54 @@ func shellCall(req *chatRequest) (string, string) {
 // fakeResponses is an OpenAI Responses upstream answering PASSTHROUGH-OK.
 func fakeResponses(w http.ResponseWriter, _ []byte, _ int) {
 	w.Header().Set("Content-Type", "text/event-stream")
+	writeResponseEvents(w, responseEvents("PASSTHROUGH-OK"))
+}
+
+// scriptedResponses is an OpenAI Responses upstream scripted by the
+// markers, as fakeChat is: PLAIN-OK, streamed or whole, or a stream cut
+// after its first words (no response.completed).
+func scriptedResponses(w http.ResponseWriter, body []byte, _ int) {
+	var req struct{ Stream bool }
+	json.Unmarshal(body, &req)
+	evs := responseEvents("PLAIN-OK")
+	if !req.Stream {
+		var last struct{ Response json.RawMessage }
+		json.Unmarshal([]byte(evs[len(evs)-1]), &last)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(last.Response)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	if strings.Contains(string(body), markCut) {
+		cut := responseEvents("PARTIAL-")
+		writeResponseEvents(w, cut[:5]) // the connection ends after the first delta
+		return
+	}
+	writeResponseEvents(w, evs)
+}
+
+// responseEvents is a Responses stream answering text, as OpenAI sends it.
+func responseEvents(text string) []string {
 	resp := `{"id":"resp_fake1","object":"response","created_at":1741290958,"status":"%s","model":"gpt-fake","output":%s,"usage":%s}`
 	msg := `{"id":"msg_fake1","type":"message","status":"%s","content":%s,"role":"assistant"}`
 	part := `{"type":"output_text","annotations":[],"logprobs":[],"text":"%s"}`
-	done := fmt.Sprintf(msg, "completed", "["+fmt.Sprintf(part, "PASSTHROUGH-OK")+"]")
-	events := []string{
+	done := fmt.Sprintf(msg, "completed", "["+fmt.Sprintf(part, text)+"]")
+	return []string{
 		`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress", "[]", "null") + `}`,
 		`{"type":"response.in_progress","sequence_number":1,"response":` + fmt.Sprintf(resp, "in_progress", "[]", "null") + `}`,
 		`{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":` + fmt.Sprintf(msg, "in_progress", "[]") + `}`,
 		`{"type":"response.content_part.added","sequence_number":3,"item_id":"msg_fake1","output_index":0,"content_index":0,"part":` + fmt.Sprintf(part, "") + `}`,
-		`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_fake1","output_index":0,"content_index":0,"delta":"PASSTHROUGH-OK","logprobs":[]}`,
-		`{"type":"response.output_text.done","sequence_number":5,"item_id":"msg_fake1","output_index":0,"content_index":0,"text":"PASSTHROUGH-OK","logprobs":[]}`,
-		`{"type":"response.content_part.done","sequence_number":6,"item_id":"msg_fake1","output_index":0,"content_index":0,"part":` + fmt.Sprintf(part, "PASSTHROUGH-OK") + `}`,
+		`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_fake1","output_index":0,"content_index":0,"delta":"` + text + `","logprobs":[]}`,
+		`{"type":"response.output_text.done","sequence_number":5,"item_id":"msg_fake1","output_index":0,"content_index":0,"text":"` + text + `","logprobs":[]}`,
+		`{"type":"response.content_part.done","sequence_number":6,"item_id":"msg_fake1","output_index":0,"content_index":0,"part":` + fmt.Sprintf(part, text) + `}`,
 		`{"type":"response.output_item.done","sequence_number":7,"output_index":0,"item":` + done + `}`,
 		`{"type":"response.completed","sequence_number":8,"response":` + fmt.Sprintf(resp, "completed", "["+done+"]",
 			`{"input_tokens":1200,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1204}`) + `}`,
 	}
+}
+
+// writeResponseEvents writes events as server-sent events.
+func writeResponseEvents(w io.Writer, events []string) {
 	for _, e := range events {
 		var typ struct{ Type string }
 		json.Unmarshal([]byte(e), &typ)

@@ -21,11 +21,6 @@ var nodeSDKs = []string{"ai@7.0.173", "@ai-sdk/openai@4.0.118", "@openai/agents@
 // stream cut after its first words that each must report as an error.
 func TestNodeSDKs(t *testing.T) {
 	agentTestsEnabled(t)
-	dir := installNodeSDKs(t)
-	script, _ := filepath.Abs("sdks.mjs")
-	if err := copyFile(script, filepath.Join(dir, "sdks.mjs")); err != nil {
-		t.Fatal(err)
-	}
 	var chatRec, gwRec recorder
 	chat := serve(t, &chatRec, fakeChat)
 	gw := gatewayFor(t, fmt.Sprintf(`
@@ -34,6 +29,25 @@ providers:
 routes:
   sdk-chat: {targets: [{provider: chat, model: fake-chat}]}
 `, chat.URL+"/v1"), &gwRec)
+	runNodeSDKs(t, gw)
+	for _, b := range gwRec.all() {
+		if !strings.Contains(string(b), `"input"`) {
+			t.Errorf("an SDK did not call the Responses API: %.200s", b)
+		}
+	}
+}
+
+// runNodeSDKs runs sdks.mjs against the gateway at gw, whose route
+// sdk-chat the SDKs call, and checks what each saw: the answer PLAIN-OK
+// generated and streamed, and a stream cut after its first words reported
+// as an error.
+func runNodeSDKs(t *testing.T, gw string) {
+	t.Helper()
+	dir := installNodeSDKs(t)
+	script, _ := filepath.Abs("sdks.mjs")
+	if err := copyFile(script, filepath.Join(dir, "sdks.mjs")); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "sdks.mjs"))
@@ -68,11 +82,6 @@ routes:
 	}
 	if !strings.Contains(got.AgentsCut.Error, "interrupted") {
 		t.Errorf("Agents SDK cut stream: %+v", got.AgentsCut)
-	}
-	for _, b := range gwRec.all() {
-		if !strings.Contains(string(b), `"input"`) {
-			t.Errorf("an SDK did not call the Responses API: %.200s", b)
-		}
 	}
 }
 
