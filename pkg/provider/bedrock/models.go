@@ -44,10 +44,7 @@ func caching(model string, opts map[string]string) (messages, tools bool) {
 	case "off":
 		return false, false
 	}
-	base := opts["base_model"]
-	if base == "" {
-		base = modelid.Base(model)
-	}
+	base := baseModel(model, opts)
 	for _, m := range promptCaching {
 		if base != "" && strings.HasPrefix(base, m.prefix) {
 			return true, m.tools
@@ -61,9 +58,15 @@ func caching(model string, opts map[string]string) (messages, tools bool) {
 // configuration and top_k as additional model request fields, and signed
 // reasoning back in the conversation.
 func claude(model string, opts map[string]string) bool {
-	base := opts["base_model"]
-	if base == "" {
-		base = modelid.Base(model)
+	return strings.HasPrefix(baseModel(model, opts), "anthropic.claude")
+}
+
+// baseModel is a target's base model: its base_model option, else its
+// model id without an inference-profile prefix ("" for an ARN that names
+// no base model).
+func baseModel(model string, opts map[string]string) string {
+	if b := opts["base_model"]; b != "" {
+		return b
 	}
-	return strings.HasPrefix(base, "anthropic.claude")
+	return modelid.Base(model)
 }

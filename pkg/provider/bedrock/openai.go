@@ -17,7 +17,6 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/modelid"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 )
@@ -53,16 +52,6 @@ const (
 
 // openaiFamily is the base-model prefix of OpenAI's models on Bedrock.
 const openaiFamily = "openai."
-
-// baseModel is a target's base model: its base_model option, else its
-// model id without an inference-profile prefix ("" for an ARN that names
-// no base model).
-func baseModel(model string, opts map[string]string) string {
-	if b := opts["base_model"]; b != "" {
-		return b
-	}
-	return modelid.Base(model)
-}
 
 // openaiEndpoint is the OpenAI-compatible endpoint a target is served at
 // (endpointRuntime, endpointMantle), or "" when it speaks no OpenAI API:
