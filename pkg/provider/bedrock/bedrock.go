@@ -271,14 +271,19 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 // Send implements provider.Provider. An embeddings request goes to
 // InvokeModel (embed.go); a Messages request at a target whose model is
 // Claude to InvokeModel or InvokeModelWithResponseStream with the client's
-// own body (invoke.go). Any other request is translated to Converse (and
-// refused, if it asks for what bedrock cannot do) before any call.
+// own body (invoke.go); a Converse request (the Bedrock Runtime ingress)
+// with the client's own body (passthrough.go). Any other request is
+// translated to Converse (and refused, if it asks for what bedrock cannot
+// do) before any call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	if call.Req.API == exchange.Embeddings {
 		return a.sendEmbeddings(ctx, call)
 	}
 	if call.Req.API == exchange.Messages && speaksMessages(call.Model(), call.Step.Options) {
 		return a.sendMessages(ctx, call)
+	}
+	if provider.Passthrough(call.Req, exchange.Converse) {
+		return a.sendConverse(ctx, call) // the client's own Converse body (passthrough.go)
 	}
 	model := call.Model()
 	tr := converter{call: call, target: a.id + "/" + model, claude: claude(model, call.Step.Options)}
