@@ -258,3 +258,28 @@ func TestGoSDKConverseStreamPassthroughCutRaisesModelStreamError(t *testing.T) {
 		t.Errorf("text before the cut %q", text)
 	}
 }
+
+// An exception a Bedrock upstream sends inside a passthrough stream after
+// its first content reaches the client as that exception.
+func TestGoSDKConverseStreamPassthroughRelaysTheUpstreamsException(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", bedrockwire.EventStreamType)
+		f := bedrockwire.AppendEvent(nil, "messageStart", []byte(`{"role":"assistant"}`))
+		f = bedrockwire.AppendEvent(f, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hello"}}`))
+		f = bedrockwire.AppendException(f, "internalServerException", "upstream trouble")
+		w.Write(f)
+	}))
+	t.Cleanup(up.Close)
+	g := bedrockPassGateway(t, up, "amazon.nova-pro-v1:0")
+	out, err := goClient(g, teamKey).ConverseStream(context.Background(), &bedrockruntime.ConverseStreamInput{ModelId: aws.String("claude"), Messages: userText("hi")})
+	if err != nil {
+		t.Fatalf("ConverseStream: %v", err)
+	}
+	for range out.GetStream().Events() {
+	}
+	var ise *types.InternalServerException
+	if err := out.GetStream().Err(); !errors.As(err, &ise) {
+		t.Fatalf("stream error %T %v, want the upstream's InternalServerException", err, err)
+	}
+}
