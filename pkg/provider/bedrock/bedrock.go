@@ -1,7 +1,9 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
 // (provider kind "bedrock"), and for Claude's own Messages API on Bedrock
 // (InvokeModel: a Messages client at a target whose model is Claude is
-// served with its own body, see invoke.go). It translates the request's canonical Prompt
+// served with its own body, see invoke.go), and for Bedrock's own Converse
+// API (a Converse client's body passes through, see passthrough.go).
+// Otherwise it translates the request's canonical Prompt
 // (exchange.Request.Prompt) into a Converse request,
 // calls Converse (non-streaming) or ConverseStream (streaming) through the
 // AWS SDK, and translates the answer into canonical events (exchange.Event).
