@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go/auth/bearer"
 
+	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
 )
 
@@ -281,5 +282,56 @@ func TestGoSDKConverseStreamPassthroughRelaysTheUpstreamsException(t *testing.T)
 	var ise *types.InternalServerException
 	if err := out.GetStream().Err(); !errors.As(err, &ise) {
 		t.Fatalf("stream error %T %v, want the upstream's InternalServerException", err, err)
+	}
+}
+
+// A dead first Bedrock target (connection refused) is left for the second
+// unseen: the passthrough fails over before its first byte, the stream
+// and the body alike.
+func TestGoSDKConversePassthroughFailsOverFromADeadBedrockTarget(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
+	var rec recorder
+	up := fakeConverseBedrock(t, &rec)
+	g := serveYAML(t, fmt.Sprintf(`defaults: {attempts: 1}
+providers:
+  east: {kind: bedrock, region: us-east-1, endpoint: %q}
+  west: {kind: bedrock, region: us-west-2, endpoint: %q}
+routes:
+  claude:
+    targets:
+      - {provider: east, model: us.amazon.nova-pro-v1:0}
+      - {provider: west, model: us.amazon.nova-pro-v1:0}
+teams:
+  aws:
+    keys: [{id: k1, sha256: %q}]
+`, deadURL(t), up.URL, teams.HashKey(teamKey)))
+	c := goClient(g, teamKey)
+	ctx := context.Background()
+	out, err := c.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("claude"), Messages: userText("Say hello")})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	if got := out.Output.(*types.ConverseOutputMemberMessage).Value.Content[0].(*types.ContentBlockMemberText).Value; got != "Hello from Bedrock" {
+		t.Errorf("answer %q", got)
+	}
+	s, err := c.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{ModelId: aws.String("claude"), Messages: userText("Say hello")})
+	if err != nil {
+		t.Fatalf("ConverseStream: %v", err)
+	}
+	var text string
+	for ev := range s.GetStream().Events() {
+		if d, ok := ev.(*types.ConverseStreamOutputMemberContentBlockDelta); ok {
+			text += d.Value.Delta.(*types.ContentBlockDeltaMemberText).Value
+		}
+	}
+	if err := s.GetStream().Err(); err != nil || text != "Hello from Bedrock" {
+		t.Errorf("stream %q: %v", text, err)
+	}
+	for _, r := range g.records(t, 2) {
+		if r.Provider != "west" || r.FallbackDepth != 1 {
+			t.Errorf("record: provider %s depth %d, want west after the dead east", r.Provider, r.FallbackDepth)
+		}
 	}
 }
