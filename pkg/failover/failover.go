@@ -109,7 +109,7 @@ func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Sessi
 			break
 		}
 		if last != nil && !slices.Contains(pol.FallbackOn, last.Category) {
-			return nil, last
+			return nil, untried(tr, last)
 		}
 		tr.FallbackDepth = depth
 		s, err := r.tryTarget(ctx, rq, step, op)
@@ -139,12 +139,33 @@ func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Sessi
 	}
 	switch {
 	case last != nil:
-		return nil, last
+		return nil, untried(tr, last)
 	case unsupported != nil:
 		return nil, unsupported
 	}
 	return nil, gwerr.New(gwerr.Unavailable, "no target of this route is available")
 }
+
+// untried is last, the error a request ends with, marked
+// gwerr.Untried (a copy with that cause) when no target was tried: every
+// attempt on the trace is a skip for an open circuit breaker.
+func untried(tr *exchange.Trace, last *gwerr.Error) *gwerr.Error {
+	if len(tr.Attempts) == 0 || last.Cause != nil {
+		return last
+	}
+	for _, a := range tr.Attempts {
+		if a.Skipped != skipBreakerOpen {
+			return last
+		}
+	}
+	e := *last
+	e.Cause = &gwerr.Untried{Targets: len(tr.Attempts)}
+	return &e
+}
+
+// skipBreakerOpen is the trace's reason for a target skipped because its
+// circuit breaker is open.
+const skipBreakerOpen = "breaker_open"
 
 // skipped is the error for a target that was not tried at all.
 func skipped(msg string) *gwerr.Error { return gwerr.New(gwerr.Unavailable, "%s", msg) }
@@ -192,7 +213,7 @@ func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step confi
 		}
 		done, err := r.allow(ctx, step)
 		if err != nil {
-			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "breaker_open", Start: r.now()})
+			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: skipBreakerOpen, Start: r.now()})
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, err := r.Keys.Pick(step.Provider, slot)

@@ -189,6 +189,33 @@ func TestOpenBreakerAndMissingKeySkipWithoutACall(t *testing.T) {
 	}
 }
 
+// When every target is skipped for an open breaker, nothing was tried and
+// the error says so (gwerr.Untried, for the ingress to tell the client to
+// back off and retry); when one was tried, or skipped for another reason,
+// it does not.
+func TestEveryBreakerOpenIsUntried(t *testing.T) {
+	rg := newRig(map[string]script{
+		"a": {serves(io.EOF, text("a"), finish)},
+		"b": {serves(io.EOF, text("b"), finish)},
+	})
+	rg.guard.open["a/m"], rg.guard.open["b/m"] = true, true
+	_, err := rg.router.Open(context.Background(), request(1, "a", "b"))
+	var u *gwerr.Untried
+	if !errors.As(err, &u) || u.Targets != 2 || gwerr.As(err).Category != gwerr.Unavailable {
+		t.Fatalf("err %v: want unavailable, caused by gwerr.Untried of 2 targets", err)
+	}
+	rg.guard.open["b/m"] = false
+	rg.keys.none["b"] = true
+	if _, err = rg.router.Open(context.Background(), request(1, "a", "b")); err == nil || errors.As(err, &u) {
+		t.Fatalf("err %v: a target skipped for want of a key is not an open breaker", err)
+	}
+	rg2 := newRig(map[string]script{"a": {fails(gwerr.New(gwerr.Unavailable, "down"))}, "b": {serves(io.EOF, text("b"), finish)}})
+	rg2.guard.open["b/m"] = true
+	if _, err = rg2.router.Open(context.Background(), request(1, "a", "b")); err == nil || errors.As(err, &u) {
+		t.Fatalf("err %v: a target was tried", err)
+	}
+}
+
 func TestEmptySuccessAndSilenceFailOver(t *testing.T) {
 	rg := newRig(map[string]script{
 		"a": {serves(io.EOF, start, finish)}, // finished, nothing in it

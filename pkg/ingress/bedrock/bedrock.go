@@ -16,9 +16,14 @@
 // usage record).
 //
 // Converse and ConverseStream are API exchange.Converse: the body is
-// decoded into the canonical Prompt (prompt.go) and every target
-// translates it; the answer is built from canonical events (converse.go):
-// a Converse body, or ConverseStream's event-stream frames. InvokeModel
+// decoded into the canonical Prompt (prompt.go), which budgets,
+// moderation and the cache read; a Bedrock target (which speaks the
+// Converse API) gets the client's body byte for byte and its answer -
+// the Converse body, or each event-stream frame - is relayed untouched
+// (Raw events, read back by DecodeRaw for the cache and pacing); every
+// other target translates the Prompt, and the answer is built from
+// canonical events (converse.go): a Converse body, or ConverseStream's
+// event-stream frames. InvokeModel
 // bodies are the model family's own: a Claude body (anthropic_version,
 // anthropic_beta) is the Messages request it stands for
 // (messageswire.FromBedrockInvoke), so the request is API

@@ -117,3 +117,60 @@ func noAWSEnv() []string {
 	}
 	return env
 }
+
+// boto3's Converse and ConverseStream to a Bedrock target pass through:
+// the upstream gets the bytes botocore sent the gateway, members the
+// canonical Prompt does not carry included, and boto3 reads the
+// upstream's own answer (its metrics, its performanceConfig).
+func TestBoto3ConverseToBedrockTargetPassesThrough(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if out, err := exec.Command(py, "-c", "import boto3").CombinedOutput(); err != nil {
+		t.Skipf("boto3 is not installed for %s: %s", py, out)
+	}
+	var rec recorder
+	g := bedrockPassGateway(t, fakeConverseBedrock(t, &rec), "amazon.nova-pro-v1:0")
+	cmd := exec.Command(py, "testdata/boto3_passthrough.py")
+	cmd.Env = append(noAWSEnv(), "GW_URL="+g.URL, "AWS_BEARER_TOKEN_BEDROCK="+teamKey, "AWS_CA_BUNDLE="+g.caFile(t),
+		"MODEL_ID="+profileID, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	b, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("boto3 script: %v\n%s", err, stderr)
+	}
+	var out struct {
+		Skip     string
+		Converse struct {
+			Text, Performance string
+			Latency           int
+		}
+		ConverseStream struct {
+			Text    string
+			Latency int
+		} `json:"converse_stream"`
+		Sent []string
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("boto3 output %s: %v", b, err)
+	}
+	if out.Skip != "" {
+		t.Skip(out.Skip)
+	}
+	if out.Converse.Text != "Hello from Bedrock" || out.Converse.Latency != 321 || out.Converse.Performance != "optimized" {
+		t.Errorf("converse: %+v, want the upstream's answer", out.Converse)
+	}
+	if out.ConverseStream.Text != "Hello from Bedrock" || out.ConverseStream.Latency != 321 {
+		t.Errorf("converse_stream: %+v, want the upstream's answer", out.ConverseStream)
+	}
+	rec.mu.Lock()
+	got := append([]string(nil), rec.bodies...)
+	rec.mu.Unlock()
+	if len(got) != 2 || len(out.Sent) != 2 || got[0] != out.Sent[0] || got[1] != out.Sent[1] || !strings.Contains(got[0], `"performanceConfig"`) {
+		t.Errorf("upstream bodies\n%q\nbotocore sent the gateway\n%q", got, out.Sent)
+	}
+}

@@ -56,3 +56,52 @@ func TestRepeatedRequestsServedFromTheCache(t *testing.T) {
 		t.Errorf("%d upstream requests for two distinct requests sent twice, want 2", n)
 	}
 }
+
+// A Converse and a ConverseStream passed through to a Bedrock target are
+// cached from the upstream's own body and frames (read back by the
+// ingress's decoder) and replayed without an upstream call.
+func TestConversePassthroughIsCachedAndReplayed(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
+	var rec recorder
+	up := fakeConverseBedrock(t, &rec)
+	g := gatewayRoute(t, fmt.Sprintf("  live: {kind: bedrock, region: us-east-1, endpoint: %q}\n", up.URL),
+		"amazon.nova-pro-v1:0", "    cache: {enabled: true}\n")
+	c := goClient(g, teamKey)
+	ctx := context.Background()
+	for i := range 2 {
+		out, err := c.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("claude"), Messages: userText("Say hello")})
+		if err != nil {
+			t.Fatalf("Converse %d: %v", i, err)
+		}
+		if got := out.Output.(*types.ConverseOutputMemberMessage).Value.Content[0].(*types.ContentBlockMemberText).Value; got != "Hello from Bedrock" ||
+			out.StopReason != types.StopReasonEndTurn || aws.ToInt32(out.Usage.OutputTokens) != 4 {
+			t.Errorf("converse %d: %q stop %q usage %+v", i, got, out.StopReason, out.Usage)
+		}
+		// Another prompt: the stream is cached from its own frames.
+		s, err := c.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{ModelId: aws.String("claude"), Messages: userText("Say hello again")})
+		if err != nil {
+			t.Fatalf("ConverseStream %d: %v", i, err)
+		}
+		var text strings.Builder
+		var stop types.StopReason
+		for ev := range s.GetStream().Events() {
+			switch v := ev.(type) {
+			case *types.ConverseStreamOutputMemberContentBlockDelta:
+				text.WriteString(v.Value.Delta.(*types.ContentBlockDeltaMemberText).Value)
+			case *types.ConverseStreamOutputMemberMessageStop:
+				stop = v.Value.StopReason
+			}
+		}
+		if err := s.GetStream().Err(); err != nil || text.String() != "Hello from Bedrock" || stop != types.StopReasonEndTurn {
+			t.Errorf("stream %d: %q stop %q: %v", i, text.String(), stop, err)
+		}
+	}
+	rec.mu.Lock()
+	n := len(rec.paths)
+	rec.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d upstream requests for two distinct requests sent twice, want 2", n)
+	}
+}

@@ -19,6 +19,8 @@ import (
 // state machine numbers the content blocks for both; a stream writes each
 // step as an event-stream frame, a Converse body aggregates them:
 //
+//	Raw (converse)    -> a Bedrock upstream's own frame, or whole body, byte for byte
+//	                     (passthrough); End then adds nothing
 //	Start             -> messageStart {"role":"assistant"} (once)
 //	Text              -> contentBlockDelta {text} (Converse opens text blocks without a
 //	                     contentBlockStart)
@@ -59,6 +61,8 @@ type converseEncoder struct {
 	start   time.Time
 	started bool
 	stopped bool // messageStop written
+	raw     bool // a Bedrock upstream's own frames are relayed
+	body    []byte
 
 	next      int   // the next block index
 	cur       int   // the open text or reasoning block's kind (kindNone: none)
@@ -95,6 +99,16 @@ func (e *converseEncoder) emit(dst []byte, typ string, payload []byte) []byte {
 
 func (e *converseEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 	switch ev.Kind {
+	case exchange.Raw:
+		if ev.RawAPI != exchange.Converse {
+			return dst
+		}
+		e.raw = true
+		if !e.stream {
+			e.body = append(e.body, ev.Raw...)
+			return dst
+		}
+		return append(dst, ev.Raw...)
 	case exchange.Start:
 		return e.begin(dst)
 	case exchange.Text:
@@ -240,6 +254,9 @@ func (e *converseEncoder) messageStop(dst []byte) []byte {
 }
 
 func (e *converseEncoder) End(dst []byte, u exchange.TokenUsage) []byte {
+	if e.raw {
+		return append(dst, e.body...) // the upstream's body, or nothing after its metadata frame
+	}
 	if !e.gotUsage || u.Input+u.Output > 0 {
 		e.usage = u
 	}

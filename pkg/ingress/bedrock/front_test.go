@@ -67,7 +67,7 @@ func TestErrorShapes(t *testing.T) {
 		{gwerr.Permission, "AccessDeniedException", 403, "modelStreamErrorException"},
 		{gwerr.NotFound, "ResourceNotFoundException", 404, "modelStreamErrorException"},
 		{gwerr.RateLimited, "ThrottlingException", 429, "throttlingException"},
-		{gwerr.BudgetExceeded, "ServiceQuotaExceededException", 400, "modelStreamErrorException"},
+		{gwerr.BudgetExceeded, "ThrottlingException", 429, "modelStreamErrorException"},
 		{gwerr.Timeout, "ModelTimeoutException", 408, "modelTimeoutException"},
 		{gwerr.Overloaded, "ServiceUnavailableException", 503, "serviceUnavailableException"},
 		{gwerr.Unavailable, "ServiceUnavailableException", 503, "serviceUnavailableException"},

@@ -20,6 +20,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 	"github.com/llmgw/llmgw/pkg/teams"
+	"github.com/llmgw/llmgw/pkg/usage"
 )
 
 // The loopback harness of the Bedrock ingress tests: the real gateway
@@ -176,17 +177,27 @@ teams:
   aws:
     keys: [{id: k1, sha256: %q}]
 `, deadURL(t), providers, extra, profileID, model, teams.HashKey(teamKey))
+	return serveYAML(t, yaml)
+}
+
+// serveYAML serves a gateway config (its team keys hash teamKey) over
+// TLS, with the team limiter (limits and budgets), the response cache
+// stage wired and usage records kept.
+func serveYAML(t *testing.T, yaml string) *gateway {
+	t.Helper()
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	current := func() *config.Config { return cfg }
 	g := &gateway{}
 	h, err := server.New(context.Background(), cfg, server.Options{
 		Logger: log,
-		Front:  server.Front{Authenticate: teams.NewAuthenticator(func() *config.Config { return cfg }, log).Authenticate},
+		Front: server.Front{Authenticate: teams.NewAuthenticator(current, log).Authenticate,
+			Admit: teams.NewLimiter(embedded.OpenMemory(), current, log).Admit},
 		Stages: server.Stages{Cache: cache.New(embedded.OpenMemory(), cache.Options{Logger: log})},
-		Reporting: server.Reporting{Record: func(_ context.Context, r *exchange.Record) {
+		Reporting: server.Reporting{Cost: usage.Cost, Record: func(_ context.Context, r *exchange.Record) {
 			g.mu.Lock()
 			g.recs = append(g.recs, *r)
 			g.mu.Unlock()

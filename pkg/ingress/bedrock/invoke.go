@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	"github.com/llmgw/llmgw/pkg/sse"
 	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
+	"github.com/llmgw/llmgw/pkg/wire/delta"
 )
 
 // chunkEncoder writes an InvokeModelWithResponseStream answer for a Claude
@@ -110,13 +111,32 @@ func (e *chunkEncoder) Fail(dst []byte, ge *gwerr.Error, _ string, _ exchange.To
 
 var _ ingress.RawDecoder = Ingress{}
 
-// DecodeRaw implements ingress.RawDecoder for InvokeModel's Claude
-// bodies: an Anthropic upstream's passthrough frames are the Messages
-// API's, read back by its decoder (for the response cache and pacing).
-// Converse has no raw frames: every target translates it.
+// DecodeRaw implements ingress.RawDecoder (for the response cache and
+// pacing): for InvokeModel's Claude bodies an Anthropic upstream's
+// passthrough frames are the Messages API's, read back by its decoder;
+// for Converse a Bedrock upstream's frames (or whole body) are read by
+// bedrockwire.ReadEvent (bedrockwire.ReadResponse). A frame holding what
+// the canonical events cannot carry (citations, images, an unknown event)
+// is refused (ok false).
 func (i Ingress) DecodeRaw(dst []exchange.Event, ev *exchange.Event) ([]exchange.Event, bool) {
-	if !i.invoke() {
+	if i.invoke() {
+		return messages.Ingress{}.DecodeRaw(dst, ev)
+	}
+	if ev.Kind != exchange.Raw || ev.RawAPI != exchange.Converse {
 		return dst, false
 	}
-	return messages.Ingress{}.DecodeRaw(dst, ev)
+	var parts []delta.Part
+	if ev.Flags&exchange.Whole != 0 {
+		if !gjson.ValidBytes(ev.Raw) {
+			return dst, false
+		}
+		_, parts = bedrockwire.ReadResponse(nil, ev.Raw)
+	} else {
+		fr, err := bedrockwire.ParseFrame(ev.Raw)
+		if err != nil || fr.Exception {
+			return dst, false
+		}
+		_, parts = bedrockwire.ReadEvent(nil, fr.Type, fr.Payload)
+	}
+	return exchange.AppendParts(dst, parts)
 }

@@ -40,6 +40,9 @@ func (r *recorder) add(path string, body []byte) {
 func (r *recorder) last() (string, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.paths) == 0 {
+		return "", ""
+	}
 	return r.paths[len(r.paths)-1], r.bodies[len(r.bodies)-1]
 }
 

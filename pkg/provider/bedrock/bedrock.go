@@ -1,7 +1,9 @@
 // Package bedrock is the adapter for Amazon Bedrock's Converse API
 // (provider kind "bedrock"), and for Claude's own Messages API on Bedrock
 // (InvokeModel: a Messages client at a target whose model is Claude is
-// served with its own body, see invoke.go). It translates the request's canonical Prompt
+// served with its own body, see invoke.go), and for Bedrock's own Converse
+// API (a Converse client's body passes through, see passthrough.go).
+// Otherwise it translates the request's canonical Prompt
 // (exchange.Request.Prompt) into a Converse request,
 // calls Converse (non-streaming) or ConverseStream (streaming) through the
 // AWS SDK, and translates the answer into canonical events (exchange.Event).
@@ -290,8 +292,10 @@ func NewWithAPI(id string, api API) *Adapter { return &Adapter{id: id, api: api}
 // Send implements provider.Provider. An embeddings request goes to
 // InvokeModel (embed.go); a Messages request at a target whose model is
 // Claude to InvokeModel or InvokeModelWithResponseStream with the client's
-// own body (invoke.go). Any other request is translated to Converse (and
-// refused, if it asks for what bedrock cannot do) before any call.
+// own body (invoke.go); a Converse request (the Bedrock Runtime ingress)
+// with the client's own body (passthrough.go). Any other request is
+// translated to Converse (and refused, if it asks for what bedrock cannot
+// do) before any call.
 func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	if call.Req.API == exchange.Embeddings {
 		return a.sendEmbeddings(ctx, call)
@@ -301,6 +305,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	}
 	if speaksOpenAI(string(call.Req.API), call.Model(), call.Step.Options) && a.oai != nil {
 		return a.sendOpenAI(ctx, call)
+	}
+	if provider.Passthrough(call.Req, exchange.Converse) {
+		return a.sendConverse(ctx, call) // the client's own Converse body (passthrough.go)
 	}
 	model := call.Model()
 	tr := converter{call: call, target: a.id + "/" + model, claude: claude(model, call.Step.Options)}

@@ -13,7 +13,9 @@ import (
 
 // Descriptor is provider kind "bedrock": Bedrock Runtime's Converse and
 // ConverseStream (and InvokeModel for embeddings) in region, or at
-// endpoint. A target whose model is Claude speaks the Messages API
+// endpoint. Every target speaks the Converse API (Speaks: a Bedrock
+// Runtime client's Converse body passes through, passthrough.go). A
+// target whose model is Claude speaks the Messages API
 // (TargetSpeaks: InvokeModel and InvokeModelWithResponseStream with the
 // client's body, so no Messages feature keeps it out of a route); every
 // other request is translated, embeddings too (Titan and Cohere models).
@@ -28,7 +30,8 @@ import (
 // cross-region inference profile or an ARN is priced as its base model.
 var Descriptor = &provider.Descriptor{
 	Config: config.Kind{
-		Name: "bedrock",
+		Name:   "bedrock",
+		Speaks: []string{string(exchange.Converse)},
 		TargetOptions: map[string]func(string) string{
 			"prompt_caching": func(v string) string {
 				if v != "on" && v != "off" {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
 	"github.com/llmgw/llmgw/pkg/retryafter"
+	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
 )
 
 // isA reports whether err's chain holds a T (one of the SDK's exception types).
@@ -95,46 +95,65 @@ func streamError(id string, err error) error {
 	return provider.Interrupted(id, "broke off", err)
 }
 
-// classify maps the SDK's exception types; nil when err is none of them.
+// classify maps the SDK's exception types (by their exception name, so
+// an exception the SDK did not model for the operation is mapped too); nil
+// when err is none of them.
 func classify(id string, err error, inStream bool) *gwerr.Error {
-	mk := func(c gwerr.Category, msg string) *gwerr.Error {
-		return &gwerr.Error{Category: c, Message: msg, Provider: id, Cause: err}
-	}
 	var ge *gwerr.Error
-	switch {
-	case errors.As(err, &ge) && ge.Code == provider.CodeUpstreamBodyTooLarge:
+	if errors.As(err, &ge) && ge.Code == provider.CodeUpstreamBodyTooLarge {
 		return ge // the body bound (plainBodies), as it is
-	case isA[*types.ModelStreamErrorException](err):
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	return classifyException(id, ae.ErrorCode(), gwerr.Redact(ae.ErrorMessage()), err, inStream)
+}
+
+// classifyException maps a Bedrock exception type (name, as the SDKs and
+// x-amzn-ErrorType name it: ThrottlingException, ...) with its message
+// (redacted) to the gateway's error; nil for a name it does not know.
+// The error's chain holds a gwerr.Upstream naming the exception (and the
+// upstream error err under it), so a Bedrock client is answered with the
+// same type. inStream: the exception ended an event stream.
+func classifyException(id, name, msg string, err error, inStream bool) *gwerr.Error {
+	cause := &gwerr.Upstream{Service: bedrockwire.Service, Type: name, Err: err}
+	mk := func(c gwerr.Category, msg string) *gwerr.Error {
+		return &gwerr.Error{Category: c, Message: msg, Provider: id, Cause: cause}
+	}
+	switch name {
+	case bedrockwire.ModelStreamErrorException:
 		if inStream {
-			return provider.Interrupted(id, "failed: the model reported an error (modelStreamErrorException)", err)
+			return provider.Interrupted(id, "failed: the model reported an error (modelStreamErrorException)", cause)
 		}
 		return mk(gwerr.Unavailable, "provider model failed (ModelStreamErrorException)")
-	case isA[*types.InternalServerException](err):
+	case bedrockwire.InternalServerException:
 		if inStream {
-			return provider.Interrupted(id, "failed: the provider reported an internal error (internalServerException)", err)
+			return provider.Interrupted(id, "failed: the provider reported an internal error (internalServerException)", cause)
 		}
 		return mk(gwerr.Unavailable, "provider failed (InternalServerException)")
-	case isA[*types.ThrottlingException](err):
+	case bedrockwire.ThrottlingException:
 		return mk(gwerr.RateLimited, "provider rate limit reached (ThrottlingException)")
-	case isA[*types.ServiceQuotaExceededException](err):
+	case bedrockwire.ServiceQuotaExceededException:
 		return mk(gwerr.RateLimited, "provider quota exceeded (ServiceQuotaExceededException)")
-	case isA[*types.ServiceUnavailableException](err):
+	case bedrockwire.ServiceUnavailableException:
 		return mk(gwerr.Unavailable, "provider is unavailable (ServiceUnavailableException)")
-	case isA[*types.ModelNotReadyException](err):
+	case bedrockwire.ModelNotReadyException:
 		return mk(gwerr.Unavailable, "provider model is not ready (ModelNotReadyException)")
-	case isA[*types.ModelErrorException](err):
+	case bedrockwire.ModelErrorException:
 		return mk(gwerr.Unavailable, "provider model failed (ModelErrorException)")
-	case isA[*types.ModelTimeoutException](err):
+	case bedrockwire.ModelTimeoutException:
 		return mk(gwerr.Timeout, "provider model timed out (ModelTimeoutException)")
-	case isA[*types.ValidationException](err):
+	case bedrockwire.ValidationException:
 		e := mk(gwerr.InvalidRequest, "provider rejected the request (ValidationException)")
-		e.Detail = detail(err)
+		e.Detail = msg
 		return e
-	case isA[*types.ResourceNotFoundException](err):
+	case bedrockwire.ResourceNotFoundException:
 		e := mk(gwerr.NotFound, "provider does not know the model (ResourceNotFoundException)")
-		e.Detail = detail(err)
+		e.Detail = msg
 		return e
-	case isA[*types.AccessDeniedException](err):
+	case bedrockwire.AccessDeniedException:
+		// The gateway's own credentials: never the caller's exception.
 		e := provider.StatusError(id, http.StatusForbidden, "", "", 0)
 		e.Cause = err
 		return e

@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/provider"
+	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
 )
 
 // translator turns the events of one ConverseStream response into
@@ -174,23 +175,14 @@ func (t *translator) toolIndex(block int32) int {
 	return -1
 }
 
-// finishReason maps bedrock's stopReason to the canonical finish reason.
-// Malformed output is a provider failure, never a clean finish. Reasons
-// newer than this code map to "stop".
+// finishReason maps bedrock's stopReason to the canonical finish reason
+// (bedrockwire.FinishReason). Malformed output is a provider failure,
+// never a clean finish. Reasons newer than this code map to "stop".
 func finishReason(r types.StopReason) (string, error) {
-	switch r {
-	case types.StopReasonEndTurn, types.StopReasonStopSequence:
-		return exchange.FinishStop, nil
-	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
-		return exchange.FinishLength, nil
-	case types.StopReasonToolUse:
-		return exchange.FinishToolCalls, nil
-	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
-		return exchange.FinishContentFilter, nil
-	case types.StopReasonMalformedModelOutput, types.StopReasonMalformedToolUse:
-		return "", &gwerr.Error{Category: gwerr.Unavailable, Message: "provider model produced malformed output (" + string(r) + ")", Code: "malformed_output"}
+	if bedrockwire.Malformed(string(r)) {
+		return "", malformedOutput("", string(r))
 	}
-	return exchange.FinishStop, nil
+	return bedrockwire.FinishReason(string(r)), nil
 }
 
 // tokenUsage reads bedrock's usage. Bedrock's inputTokens excludes the

@@ -85,7 +85,53 @@ const (
 	InternalServerException       = "InternalServerException"       // 500
 	ServiceUnavailableException   = "ServiceUnavailableException"   // 503
 	ModelErrorException           = "ModelErrorException"           // 424
+	ModelStreamErrorException     = "ModelStreamErrorException"     // 424 (in a stream)
 )
+
+// Service names the Bedrock Runtime API in a gwerr.Upstream error: an
+// upstream failure an adapter of this API (pkg/provider/bedrock) reports
+// under its exception type, for an ingress of the same API to answer with.
+const Service = "bedrock-runtime"
+
+// ExceptionStatus is the HTTP status of each exception type the gateway
+// answers with as Bedrock does (the service model's httpError).
+var ExceptionStatus = map[string]int{
+	ValidationException: 400, AccessDeniedException: 403, ResourceNotFoundException: 404, ModelTimeoutException: 408,
+	ModelNotReadyException: 429, ThrottlingException: 429, ServiceQuotaExceededException: 400, InternalServerException: 500,
+	ServiceUnavailableException: 503, ModelErrorException: 424,
+}
+
+// StreamMember is the exception-frame type (`:exception-type`) of an
+// exception type inside a ConverseStream (invoke: an
+// InvokeModelWithResponseStream), "" when that stream has no such member.
+func StreamMember(exception string, invoke bool) string {
+	switch exception {
+	case InternalServerException:
+		return StreamInternalServer
+	case ValidationException:
+		return StreamValidation
+	case ThrottlingException:
+		return StreamThrottling
+	case ServiceUnavailableException:
+		return StreamServiceUnavailable
+	case ModelStreamErrorException:
+		return StreamModelStreamError
+	case ModelTimeoutException:
+		if invoke {
+			return StreamModelTimeout
+		}
+	}
+	return ""
+}
+
+// ExceptionOf is the exception type of a stream member (its upper-camel
+// name: throttlingException -> ThrottlingException).
+func ExceptionOf(member string) string {
+	if member == "" || member[0] < 'a' || member[0] > 'z' {
+		return member
+	}
+	return string(member[0]-'a'+'A') + member[1:]
+}
 
 // The exceptions a stream may carry instead of its next event (the
 // `:exception-type` of an exception frame: the union member names of
