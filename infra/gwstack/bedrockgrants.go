@@ -103,3 +103,42 @@ func Guardrails(text string) ([]Guardrail, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID+out[i].Region < out[j].ID+out[j].Region })
 	return out, nil
 }
+
+// MantleRegions returns the distinct regions ("" for the stack region),
+// sorted, of the seed config's Bedrock targets that call OpenAI's models
+// on bedrock-mantle (options.openai_endpoint: mantle); the stack grants
+// bedrock-mantle:CreateInference there (see grantBedrockMantle). Mantle is
+// its own IAM namespace: the bedrock:InvokeModel grant does not cover it.
+func MantleRegions(text string) ([]string, error) {
+	var cfg struct {
+		Providers map[string]struct {
+			Kind   string `yaml:"kind"`
+			Region string `yaml:"region"`
+		} `yaml:"providers"`
+		Routes map[string]struct {
+			Targets []struct {
+				Provider string            `yaml:"provider"`
+				Options  map[string]string `yaml:"options"`
+			} `yaml:"targets"`
+		} `yaml:"routes"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		return nil, fmt.Errorf("seed config is not valid YAML: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range cfg.Routes {
+		for _, t := range r.Targets {
+			p, ok := cfg.Providers[t.Provider]
+			if !ok || p.Kind != "bedrock" || strings.TrimSpace(t.Options["openai_endpoint"]) != "mantle" {
+				continue
+			}
+			if !seen[p.Region] {
+				seen[p.Region] = true
+				out = append(out, p.Region)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

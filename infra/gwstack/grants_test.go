@@ -17,6 +17,10 @@ const guardrailSeed = `moderation:
       guardrail: {id: "arn:aws:bedrock:us-east-1:123456789012:guardrail/zz9yy8", version: DRAFT}
 `
 
+// mantleRoute is inserted into the routes of the guardrail fixture's seed
+// config: OpenAI's model on bedrock-mantle, in the bedrock provider's region.
+const mantleRoute = "  gpt-oss-mantle: {targets: [{provider: bedrock, model: openai.gpt-oss-120b-1:0, options: {openai_endpoint: mantle}}]}\n"
+
 // gatewayActions returns the sorted distinct actions of a role's
 // statements with the given action prefix.
 func (f *fixture) roleActions(role, prefix string) []string {
@@ -136,6 +140,28 @@ func TestGuardrailGrantIsTheConfiguredGuardrails(t *testing.T) {
 	}
 }
 
+// bedrock-mantle:CreateInference is granted on this account's mantle
+// projects in the regions of the seed config's mantle targets, and not at
+// all without one (bedrock:InvokeModel does not cover mantle).
+func TestMantleGrantIsTheConfiguredMantleRegions(t *testing.T) {
+	f := get(t, "guardrail")
+	got := f.bySid(t, "GatewayRole", "InvokeBedrockMantle")
+	for _, s := range got {
+		if r := resourcesOf(s); !reflect.DeepEqual(r, []string{"arn:${AWS::Partition}:bedrock-mantle:us-east-1:${AWS::AccountId}:project/*"}) {
+			t.Errorf("InvokeBedrockMantle resources %v", r)
+		}
+	}
+	if a := f.roleActions("GatewayRole", "bedrock-mantle:"); !reflect.DeepEqual(a, []string{"bedrock-mantle:CreateInference"}) {
+		t.Errorf("mantle actions %v", a)
+	}
+	if a := get(t, "default").roleActions("GatewayRole", "bedrock-mantle:"); len(a) != 0 {
+		t.Errorf("no mantle target configured, yet %v", a)
+	}
+	if a := f.roleActions("RollupRole", "bedrock-mantle:"); len(a) != 0 {
+		t.Errorf("the rollup may call mantle: %v", a)
+	}
+}
+
 // The seed config readers behind the grants.
 func TestSeedConfigModelsAndGuardrails(t *testing.T) {
 	models, complete, err := BedrockModels(`providers: {b: {kind: bedrock, region: eu-west-1}, o: {kind: openai}}
@@ -148,6 +174,11 @@ routes:
 	}
 	if _, complete, _ := BedrockModels("providers: {b: {kind: bedrock}}\nroutes: {r: {targets: [{provider: b}]}}\n"); complete {
 		t.Error("a Bedrock target without a model must make the list incomplete (wide grant)")
+	}
+	regions, err := MantleRegions("providers: {b: {kind: bedrock, region: eu-west-1}, c: {kind: bedrock}}\nroutes:\n" +
+		"  r: {targets: [{provider: b, model: openai.gpt-oss-120b-1:0, options: {openai_endpoint: mantle}}, {provider: c, model: openai.gpt-oss-20b-1:0}]}\n")
+	if err != nil || !reflect.DeepEqual(regions, []string{"eu-west-1"}) {
+		t.Errorf("MantleRegions = %v %v (only the mantle target's region)", regions, err)
 	}
 	gs, err := Guardrails(guardrailSeed)
 	if err != nil || len(gs) != 2 || gs[0] != (Guardrail{Region: "eu-west-1", ID: "abc123def456"}) {

@@ -302,6 +302,31 @@ func (g *Gateway) grantGuardrails(role awsiam.IRole) {
 	}
 }
 
+// grantBedrockMantle allows bedrock-mantle:CreateInference (inference on
+// Bedrock's mantle endpoint: OpenAI's Responses and Chat Completions for
+// targets with openai_endpoint: mantle) on this account's mantle projects
+// in the regions those targets' providers name (MantleRegions). No mantle
+// target, no statement.
+func (g *Gateway) grantBedrockMantle(role awsiam.IRole) {
+	var arns []*string
+	for _, region := range g.mantleRegions {
+		if region == "" {
+			region = *g.Stack.Region()
+		}
+		arns = append(arns, g.Stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("bedrock-mantle"),
+			Region:       jsii.String(region),
+			Account:      g.Stack.Account(),
+			Resource:     jsii.String("project"),
+			ResourceName: jsii.String("*"),
+			ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+		}))
+	}
+	if len(arns) > 0 {
+		g.addStatement(role, "InvokeBedrockMantle", []string{"bedrock-mantle:CreateInference"}, arns, nil)
+	}
+}
+
 // mergeRegions returns the distinct Bedrock regions: the stack region (a
 // token when the stack is environment-agnostic) first, then the seed
 // config's Bedrock regions and the extra regions from context, sorted.

@@ -67,6 +67,12 @@ func (g *Gateway) addNagSuppressions() {
 			"kms:Decrypt is restricted by kms:ViaService=ssm.<region>.amazonaws.com and kms:EncryptionContext:PARAMETER_ARN to the keys path, so it only decrypts those parameters, through SSM.",
 		nagARN("kms", "any", "any", "key/*"))
 
+	if len(g.mantleRegions) > 0 {
+		suppressIAM5(g.gatewayRole,
+			"Inference on bedrock-mantle (OpenAI's models with openai_endpoint: mantle) is authorized on the account's mantle projects; "+
+				"the model is named in the request, not the resource, so the grant is this account's projects in the configured regions only.",
+			nagARN("bedrock-mantle", "any", "any", "project/*"))
+	}
 	var models, profiles []*cdknag.RegexAppliesTo
 	var names []string
 	for _, r := range g.bedrockRegions {

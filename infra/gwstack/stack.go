@@ -84,6 +84,7 @@ type Gateway struct {
 	configChunks            []ConfigChunk
 	bedrockRegions          []string
 	bedrockModels           []BedrockModel // the seed config's Bedrock targets' models
+	mantleRegions           []string       // regions of the seed config's bedrock-mantle targets (MantleRegions)
 	bedrockModelsComplete   bool           // every Bedrock target names its model
 	guardrails              []Guardrail    // the seed config's guardrails
 	cors                    config.CORS
@@ -115,6 +116,10 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		return nil, err
 	}
 	guardrails, err := Guardrails(rendered)
+	if err != nil {
+		return nil, err
+	}
+	mantle, err := MantleRegions(rendered)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +158,7 @@ func New(scope constructs.Construct, s Settings) (*Gateway, error) {
 		cors:         cors,
 
 		bedrockModels:         models,
+		mantleRegions:         mantle,
 		bedrockModelsComplete: modelsComplete,
 		guardrails:            guardrails,
 	}
@@ -296,6 +302,7 @@ func (g *Gateway) addGateway() {
 	g.grantProviderKeys(role)
 	g.grantBedrock(role)
 	g.grantGuardrails(role)
+	g.grantBedrockMantle(role)
 	g.grantXRay(role)
 }
 

@@ -66,7 +66,8 @@ func runTests(m *testing.M) int {
 		fixtureContexts["prod"][CtxSeedConfigFile] = corsSeed
 		grSeed := filepath.Join(tmp, "seed-guardrail.yaml")
 		if err == nil {
-			err = os.WriteFile(grSeed, append(seed, []byte(guardrailSeed)...), 0o644)
+			withMantle := strings.Replace(string(seed), "\nroutes:\n", "\nroutes:\n"+mantleRoute, 1)
+			err = os.WriteFile(grSeed, []byte(withMantle+guardrailSeed), 0o644)
 		}
 		fixtureContexts["guardrail"][CtxSeedConfigFile] = grSeed
 	}
