@@ -99,7 +99,10 @@ func (r *Router) Open(ctx context.Context, rq *exchange.Request) (*Session, erro
 func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Session, error) {
 	tr := &rq.Trace
 	pol := rq.Policy
-	var last, unsupported *gwerr.Error
+	// tried is the error of the last target actually tried: a later
+	// target that was only skipped (open breaker, no usable key) does not
+	// hide what a tried one answered (a throttle and its Retry-After).
+	var last, unsupported, tried *gwerr.Error
 	maxDepth := len(rq.Steps) - 1
 	if pol.MaxFallbacks != nil {
 		maxDepth = min(maxDepth, *pol.MaxFallbacks)
@@ -112,6 +115,7 @@ func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Sessi
 			return nil, untried(tr, last)
 		}
 		tr.FallbackDepth = depth
+		before := len(tr.Attempts)
 		s, err := r.tryTarget(ctx, rq, step, op)
 		if err == nil {
 			tr.Target, tr.Provider = step.ID, step.Provider
@@ -133,11 +137,16 @@ func (r *Router) open(ctx context.Context, rq *exchange.Request, op *Op) (*Sessi
 			continue
 		}
 		last = ge
+		if !onlySkipped(tr.Attempts[before:]) {
+			tried = ge
+		}
 		if errors.Is(err, gwerr.ErrDeadline) || !last.Category.Fallback() {
 			return nil, last
 		}
 	}
 	switch {
+	case tried != nil:
+		return nil, tried
 	case last != nil:
 		return nil, untried(tr, last)
 	case unsupported != nil:
@@ -161,6 +170,17 @@ func untried(tr *exchange.Trace, last *gwerr.Error) *gwerr.Error {
 	e := *last
 	e.Cause = &gwerr.Untried{Targets: len(tr.Attempts)}
 	return &e
+}
+
+// onlySkipped reports whether attempts (one target's) are all skips: the
+// target was not tried.
+func onlySkipped(attempts []exchange.Attempt) bool {
+	for _, a := range attempts {
+		if a.Skipped == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // skipBreakerOpen is the trace's reason for a target skipped because its
@@ -214,12 +234,18 @@ func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step confi
 		done, err := r.allow(ctx, step)
 		if err != nil {
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: skipBreakerOpen, Start: r.now()})
+			if last != nil {
+				return nil, last // the breaker opened on this target's own failures: they are the answer
+			}
 			return nil, skipped("target " + step.ID + " is skipped: its circuit breaker is open")
 		}
 		key, err := r.Keys.Pick(step.Provider, slot)
 		if err != nil {
 			done(breaker.Ignored, 0)
 			tr.Attempts = append(tr.Attempts, exchange.Attempt{Target: step.ID, Skipped: "no_key", Start: r.now()})
+			if last != nil {
+				return nil, last
+			}
 			return nil, r.noKey(step, err)
 		}
 		lastKey = key.Fingerprint

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +214,30 @@ func TestEveryBreakerOpenIsUntried(t *testing.T) {
 	rg2.guard.open["b/m"] = true
 	if _, err = rg2.router.Open(context.Background(), request(1, "a", "b")); err == nil || errors.As(err, &u) {
 		t.Fatalf("err %v: a target was tried", err)
+	}
+}
+
+// A target that was tried answers for the request even when a later one
+// was only skipped (open breaker, no usable key): the client gets the
+// throttle and its Retry-After, not "skipped".
+func TestASkippedTargetDoesNotHideATriedOnesAnswer(t *testing.T) {
+	throttle := &gwerr.Error{Category: gwerr.RateLimited, Status: 429, Message: "a is throttled", RetryAfter: 7 * time.Second}
+	for _, skip := range []string{"breaker", "key"} {
+		rg := newRig(map[string]script{"a": {fails(throttle)}, "b": {serves(io.EOF, text("b"), finish)}})
+		if skip == "breaker" {
+			rg.guard.open["b/m"] = true
+		} else {
+			rg.keys.none["b"] = true
+		}
+		rq := request(1, "a", "b")
+		_, err := rg.router.Open(context.Background(), rq)
+		ge := gwerr.As(err)
+		if ge.Category != gwerr.RateLimited || ge.RetryAfter != 7*time.Second || !strings.Contains(ge.Message, "a is throttled") {
+			t.Errorf("%s skip: err %+v, want a's throttle", skip, ge)
+		}
+		if at := rq.Trace.Attempts; len(at) != 2 || at[1].Skipped == "" {
+			t.Errorf("%s skip: trace %+v", skip, at)
+		}
 	}
 }
 
