@@ -22,6 +22,9 @@ type Step struct {
 	Variant *Variant
 	// Options are the target's kind-specific options (Target.Options).
 	Options map[string]string
+	// ServiceTier is the provider service tier the target asks for
+	// (Target.ServiceTier), "" for none.
+	ServiceTier string
 }
 
 // Chain returns a route's resolved chain: route references spliced in, the
@@ -74,9 +77,9 @@ func (c *Config) resolveChains() {
 			if p.Disabled {
 				continue
 			}
-			s := Step{ID: t.Provider + "/" + t.Model, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
+			s := Step{ID: t.ID(), Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
 				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker, Prefill: t.Prefill,
-				Variant: t.Variant, Options: t.Options}
+				Variant: t.Variant, Options: t.Options, ServiceTier: t.ServiceTier}
 			if s.Attempts == 0 {
 				s.Attempts = pol.Attempts
 			}

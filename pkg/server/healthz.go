@@ -84,7 +84,7 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 			if t.Route != "" {
 				continue
 			}
-			id := t.Provider + "/" + t.Model
+			id := t.ID()
 			if seen[id] {
 				continue
 			}
