@@ -96,6 +96,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+96), src,
 		chatwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: call.OutputLimit(), MaxTokensField: a.maxTokensField,
 			Variant: variant})
+	if err == nil {
+		body, err = call.ServiceTierMember(body)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,9 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	}
 	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+64), src,
 		chatwire.RewriteOptions{Model: call.Model(), MaxTokens: call.OutputLimit(), MaxTokensField: "max_output_tokens"})
+	if err == nil {
+		body, err = call.ServiceTierMember(body)
+	}
 	if err != nil {
 		return nil, err
 	}
