@@ -24,6 +24,9 @@ import (
 var Descriptor = &provider.Descriptor{
 	Config: config.Kind{
 		Name: "bedrock",
+		// serviceTier.type of Converse, the X-Amzn-Bedrock-Service-Tier
+		// header of InvokeModel.
+		ServiceTiers: []string{"priority", "default", "flex"},
 		TargetOptions: map[string]func(string) string{
 			"prompt_caching": func(v string) string {
 				if v != "on" && v != "off" {

@@ -126,7 +126,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	case !ci.Content && ci.Usage.CompletionTokens == 0 && ci.FinishReason != "length" && ci.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
-	u := usageOf(ci.Usage)
+	u := usageOf(ci)
 	if !ci.HasUsage {
 		u = exchange.TokenUsage{Input: exchange.EstimateTokens(len(body)), Output: exchange.EstimateTokens(ci.Chars), Estimated: true}
 	}
@@ -141,10 +141,12 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 }
 
 // usageOf maps OpenAI usage to the gateway's.
-func usageOf(ou chatwire.Usage) exchange.TokenUsage {
-	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens}
+func usageOf(ci chatwire.ChunkInfo) exchange.TokenUsage {
+	ou := ci.Usage
+	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens, Tier: ci.ServiceTier}
 	if ou.PromptTokensDetails != nil {
 		u.CacheRead = ou.PromptTokensDetails.CachedTokens
+		u.CacheWrite = ou.PromptTokensDetails.CacheCreationTokens
 	}
 	return u
 }
