@@ -107,7 +107,7 @@ func background(body []byte) bool {
 // responsesUsage maps Responses API usage to the gateway's.
 func responsesUsage(ru responseswire.ResponsesUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens,
-		Tier: ru.ServiceTier,
+		Tier:  ru.ServiceTier,
 		Tools: exchange.ToolCalls{WebSearch: ru.WebSearchCalls, FileSearch: ru.FileSearchCalls, CodeExecution: ru.CodeInterpreterCalls}}
 }
 
