@@ -230,6 +230,9 @@ func (x *exchangeState) settleAndRecord() {
 		ctx, cancelDL = context.WithDeadline(ctx, dl)
 		defer cancelDL()
 	}
+	if _, _, tier := config.SplitTargetID(x.rec.Target); x.rec.ServiceTier == "" {
+		x.rec.ServiceTier = tier // the response named none: the target's own
+	}
 	if x.h.report.Cost != nil {
 		x.rec.CostUSD = x.h.report.Cost(x.rt.cfg, &x.rec)
 	}

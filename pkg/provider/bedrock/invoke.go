@@ -134,7 +134,7 @@ func wholeMessage(id string, data []byte, tier string) (provider.Stream, error) 
 		return nil, provider.InBandError(id, mi.ErrorType)
 	}
 	u := messagesUsage(mi.Usage)
-	u.Tier = cmp.Or(u.Tier, tier)
+	u.Tier = cmp.Or(tier, u.Tier) // Bedrock bills by its own tier, the header's
 	if !mi.Content && u.Output == 0 {
 		return nil, provider.EmptyResponse(id)
 	}

@@ -227,7 +227,7 @@ func (s *invokeStream) Usage() exchange.TokenUsage {
 		return exchange.TokenUsage{Input: exchange.EstimateTokens(s.reqBytes), Output: exchange.EstimateTokens(s.chars), Estimated: true}
 	}
 	u := messagesUsage(s.u)
-	u.Tier = cmp.Or(u.Tier, s.tier)
+	u.Tier = cmp.Or(s.tier, u.Tier) // Bedrock bills by its own tier, the header's
 	if !s.gotDelta {
 		u.Output = max(u.Output, exchange.EstimateTokens(s.chars))
 		u.Estimated = true
