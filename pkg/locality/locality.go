@@ -18,7 +18,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -110,7 +112,8 @@ func (p *Places) Note(ctx context.Context, hash string, from Place, found bool, 
 // team, the route and the client's prompt_cache_key when it sent one (Chat
 // Completions and Responses take it), else of the team, the route and the
 // request's stable prefix - its system prompt, its tools and its first
-// message, in canonical form (exchange.Prompt), which every later request
+// message, in canonical form (exchange.Prompt; a tool's name, description,
+// schema and raw definition as they came), which every later request
 // of the conversation repeats unchanged. "" when the request has neither
 // (no canonical prompt, no key).
 func Affinity(rq *exchange.Request, team, cacheKey string) string {
@@ -130,11 +133,28 @@ func Affinity(rq *exchange.Request, team, cacheKey string) string {
 		if len(p.Messages) > 0 {
 			first = p.Messages[:1]
 		}
-		if enc.Encode("prefix") != nil || enc.Encode(p.System) != nil || enc.Encode(p.Tools) != nil || enc.Encode(first) != nil {
+		if enc.Encode("prefix") != nil || enc.Encode(p.System) != nil || enc.Encode(first) != nil {
 			return ""
+		}
+		// Tools are the bulk of an agent's prefix: their bytes are hashed
+		// as they are, each field length-prefixed, not re-encoded.
+		for i := range p.Tools {
+			tl := &p.Tools[i]
+			for _, f := range [][]byte{{byte(tl.Kind)}, []byte(tl.Name), []byte(tl.Description), tl.Schema, []byte(tl.Type), tl.Raw} {
+				writeField(h, f)
+			}
 		}
 	default:
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeField writes f to h after its length, so that no two field lists
+// hash alike.
+func writeField(h hash.Hash, f []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+	h.Write(n[:])
+	h.Write(f)
 }

@@ -2,6 +2,8 @@ package locality_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,12 +86,15 @@ func TestAffinityNamesAConversationByItsStablePrefixOrItsCacheKey(t *testing.T) 
 		return &exchange.Request{Route: "r", Prompt: p}
 	}
 	one := locality.Affinity(turn("Rust?", 1), "team-a", "")
+	otherTools := turn("Rust?", 1)
+	otherTools.Prompt.Tools[0].Schema = []byte(`{"type":"object"}`)
 	if one == "" || locality.Affinity(turn("Rust?", 4), "team-a", "") != one {
 		t.Fatal("later turns of one conversation are named differently")
 	}
 	for name, other := range map[string]string{
 		"another first message": locality.Affinity(turn("Go?", 1), "team-a", ""),
 		"another team":          locality.Affinity(turn("Rust?", 1), "team-b", ""),
+		"other tools":           locality.Affinity(otherTools, "team-a", ""),
 		"a prompt_cache_key":    locality.Affinity(turn("Rust?", 1), "team-a", "k"),
 	} {
 		if other == one {
@@ -101,5 +106,24 @@ func TestAffinityNamesAConversationByItsStablePrefixOrItsCacheKey(t *testing.T) 
 	}
 	if locality.Affinity(turn("Rust?", 1), "team-a", "k") == locality.Affinity(turn("Rust?", 1), "team-b", "k") {
 		t.Error("two teams' prompt_cache_keys share a conversation")
+	}
+}
+
+// BenchmarkAffinity hashes the stable prefix of a Claude Code sized
+// request: a 12 KB system prompt, 40 tools of 2 KB of schema each and a
+// first message, on every request of a cache_locality route.
+func BenchmarkAffinity(b *testing.B) {
+	p := &exchange.Prompt{System: []exchange.Block{{Type: exchange.BlockText, Text: strings.Repeat("You are Claude Code. ", 600)}}}
+	for i := range 40 {
+		p.Tools = append(p.Tools, exchange.Tool{Name: fmt.Sprintf("tool_%d", i), Description: strings.Repeat("does a thing ", 30),
+			Schema: []byte(`{"type":"object","properties":{"path":{"type":"string","description":"` + strings.Repeat("x", 1600) + `"}}}`)})
+	}
+	p.Messages = []exchange.Message{{Role: exchange.RoleUser, Content: []exchange.Block{{Type: exchange.BlockText, Text: "Summarise a.go"}}}}
+	rq := &exchange.Request{Route: "claude", Prompt: p}
+	b.ReportAllocs()
+	for b.Loop() {
+		if locality.Affinity(rq, "team", "") == "" {
+			b.Fatal("no hash")
+		}
 	}
 }
