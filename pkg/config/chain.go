@@ -27,6 +27,20 @@ type Step struct {
 	ServiceTier string
 }
 
+// LedgerModel is the model a step's keys are rate-limited under in the key
+// ledger: its model, and its service tier apart ("model#tier"), so that a
+// 429 of a key's priority capacity leaves that key usable for the
+// default-tier target of the same model.
+func (s Step) LedgerModel() string { return LedgerModel(s.Model, s.ServiceTier) }
+
+// LedgerModel is Step.LedgerModel of a model at service tier tier.
+func LedgerModel(model, tier string) string {
+	if tier == "" {
+		return model
+	}
+	return model + "#" + tier
+}
+
 // Chain returns a route's resolved chain: route references spliced in, the
 // targets of disabled providers dropped, and a target that appears twice
 // kept at its first place. ok is false for an unknown route. Chains are

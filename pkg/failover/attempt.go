@@ -42,7 +42,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	idle.Stop()
 	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte", Start: start}
-	slot := keyledger.Slot(ledgerModel(step), op.name())
+	slot := keyledger.Slot(step.LedgerModel(), op.name())
 	call := &provider.Call{Req: rq, Step: step, Key: key,
 		OnResponse: func(status int, h http.Header) {
 			rec.Status = status
@@ -205,15 +205,4 @@ func (r *Router) classify(ctx, actx context.Context, err error, limit time.Durat
 		return ge, breaker.Failure
 	}
 	return ge, breaker.Ignored
-}
-
-// ledgerModel is the model a step's keys are rate-limited under in the key
-// ledger: its model, and its service tier apart (model#tier), so that a
-// 429 of a key's priority capacity leaves that key usable for the
-// default-tier target of the same model.
-func ledgerModel(step config.Step) string {
-	if step.ServiceTier == "" {
-		return step.Model
-	}
-	return step.Model + "#" + step.ServiceTier
 }

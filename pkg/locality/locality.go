@@ -17,8 +17,8 @@ package locality
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"hash"
 	"time"

@@ -94,7 +94,7 @@ func (x *exchangeState) healthy(step config.Step, fp string) bool {
 	if !ok {
 		return false
 	}
-	_, err := kp.PickKey(step.Provider, step.Model, fp)
+	_, err := kp.PickKey(step.Provider, step.LedgerModel(), fp)
 	return err == nil
 }
 

@@ -256,4 +256,3 @@ func withCost(o *server.Options) { o.Reporting.Cost = usage.Cost }
 
 // near compares two costs to a nano-dollar.
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-

@@ -76,6 +76,18 @@ routes:
 		rec.Attempts[0].Target != "oai/up-model#priority" || rec.Attempts[0].Status != 429 {
 		t.Fatalf("record: target %q depth %d attempts %+v", rec.Target, rec.FallbackDepth, rec.Attempts)
 	}
+	// /healthz lists the two tiers as two targets, the priority tier's key
+	// rate-limited, the default tier's usable.
+	hr, err := http.Get(g.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := gjson.Parse(readAll(t, hr.Body))
+	hr.Body.Close()
+	pri, def := health.Get(`targets.#(id=="oai/up-model#priority")`), health.Get(`targets.#(id=="oai/up-model")`)
+	if pri.Get("keys.0.reason").Str != "rate_limited" || def.Get("keys.0.reason").Str != "" || !def.Exists() {
+		t.Errorf("healthz targets: %s", health.Get("targets").Raw)
+	}
 	// The stream's usage chunk echoes service_tier "default": priced at
 	// the model's own price (11 x 1 + 2 x 10 per million).
 	if rec.ServiceTier != "default" || !near(rec.CostUSD, 31e-6) {
