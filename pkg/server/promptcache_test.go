@@ -175,6 +175,7 @@ func TestPromptCacheTokensArePricedOnEveryKindAndPath(t *testing.T) {
 		msgStream   = `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		respReq     = `{"model":"m","input":"hi"}`
 		respStream  = `{"model":"m","stream":true,"input":"hi"}`
+		converseReq = `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":100}}`
 		anthropicP  = `{kind: anthropic, base_url: %q, keys: [{env: ` + msgKeyEnv + `}]}`
 		openaiP     = `{kind: openai, base_url: "%s/v1"}`
 		responsesP  = `{kind: openai, base_url: "%s/v1", apis: [chat, responses]}`
@@ -205,6 +206,10 @@ func TestPromptCacheTokensArePricedOnEveryKindAndPath(t *testing.T) {
 		readOnly(cacheCase{name: "gemini translated whole", provider: geminiP, handler: geminiCacheHandler, path: "/v1/chat/completions", body: chatReq}),
 		claude(cacheCase{name: "bedrock converse stream", provider: bedrockP, bedrock: true, path: "/v1/chat/completions", body: chatStream}),
 		claude(cacheCase{name: "bedrock converse whole", provider: bedrockP, bedrock: true, path: "/v1/chat/completions", body: chatReq}),
+		// The Bedrock Runtime API on the gateway (AWS SDK clients), served by
+		// Anthropic and by Bedrock.
+		claude(cacheCase{name: "bedrock api to anthropic", provider: anthropicP, handler: anthropicCacheHandler, path: "/model/m/converse", body: converseReq}),
+		claude(cacheCase{name: "bedrock api to bedrock stream", provider: bedrockP, bedrock: true, path: "/model/m/converse-stream", body: converseReq}),
 		claude(cacheCase{name: "bedrock invoke stream", provider: bedrockP, bedrock: true, model: claudeModel, path: "/v1/messages", body: msgStream}),
 		claude(cacheCase{name: "bedrock invoke whole", provider: bedrockP, bedrock: true, model: claudeModel, path: "/v1/messages", body: msgReq}),
 	}
