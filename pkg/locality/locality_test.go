@@ -11,12 +11,12 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/locality"
 	"github.com/llmgw/llmgw/pkg/store"
-	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
 )
 
 // countingStore counts the writes that reach the table.
 type countingStore struct {
-	*embedded.Store
+	store.Store
 	puts atomic.Int32
 }
 
@@ -26,10 +26,12 @@ func (s *countingStore) Put(ctx context.Context, it store.Item, c store.Cond) (s
 }
 
 func TestPlacesWriteOnlyWhenTheServedPlaceChanges(t *testing.T) {
-	now := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	st := &countingStore{Store: embedded.OpenMemory(embedded.WithClock(clock))}
-	p := locality.New(st, locality.Options{Now: clock})
+	storetest.RunBackends(t, []storetest.Scenario{{Name: "WritesOnChange", Fn: testWritesOnChange}})
+}
+
+func testWritesOnChange(t *testing.T, e *storetest.Env) {
+	st := &countingStore{Store: e.Store}
+	p := locality.New(st, locality.Options{Now: e.Now, Timeout: 5 * time.Second})
 	ctx := context.Background()
 	const ttl = time.Hour
 	serve := func(to locality.Place) {
@@ -45,7 +47,7 @@ func TestPlacesWriteOnlyWhenTheServedPlaceChanges(t *testing.T) {
 	b := locality.Place{Target: "pb/m", Key: "fp2"}
 	for range 10 {
 		serve(b)
-		now = now.Add(time.Minute)
+		e.Advance(time.Minute)
 	}
 	if n := st.puts.Load(); n != 1 {
 		t.Fatalf("%d writes for ten requests served at one place, want 1", n)
@@ -60,14 +62,14 @@ func TestPlacesWriteOnlyWhenTheServedPlaceChanges(t *testing.T) {
 	}
 	// An active conversation keeps its item alive: past half its TTL the
 	// next request rewrites it, once.
-	now = now.Add(31 * time.Minute)
+	e.Advance(31 * time.Minute)
 	serve(locality.Place{Target: "pa/m", Key: "fp2"})
 	serve(locality.Place{Target: "pa/m", Key: "fp2"})
 	if n := st.puts.Load(); n != 4 {
 		t.Fatalf("%d writes after the refresh, want 4", n)
 	}
 	// Idle past its TTL, the conversation has no place.
-	now = now.Add(2 * time.Hour)
+	e.Advance(2 * time.Hour)
 	if _, found, _ := p.Get(ctx, "conv"); found {
 		t.Fatal("a place outlived its TTL")
 	}
