@@ -13,7 +13,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/llmgw/llmgw/pkg/locality"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
 // Prompt-cache locality (docs/prompt-caching.md): a conversation of a
@@ -80,6 +82,7 @@ routes:
 `, a.URL, b.URL)
 	g := newGateway(t, cfg, func(o *server.Options) { o.Now = clock.Now })
 	c := g.sdk()
+	asked := 0
 	ask := func(route string, msgs []openai.ChatCompletionMessageParamUnion) string {
 		t.Helper()
 		var resp *http.Response
@@ -87,6 +90,10 @@ routes:
 			option.WithResponseInto(&resp)); err != nil {
 			t.Fatalf("%s: %v", route, err)
 		}
+		// The place is written after the answer, before the record: the
+		// next turn follows the answer.
+		asked++
+		g.waitRecs(t, asked)
 		return resp.Header.Get("x-gateway-provider")
 	}
 
@@ -128,7 +135,7 @@ routes:
 	bDown.Store(false)
 	// The second conversation's place is b, whose breaker is open: it
 	// starts from the chain's order (a) without even trying b.
-	n := len(g.waitRecs(t, 8))
+	n := asked
 	if p := ask("sticky", conversation("You are chatty.", "Tell me about Go.", 2)); p != "pa" {
 		t.Fatalf("second conversation turn 2 served by %q while pb's breaker is open", p)
 	}
@@ -164,6 +171,7 @@ routes:
   plain: {targets: [{provider: p, model: up-model}]}
 `, up.URL), func(o *server.Options) { o.Now = clock.Now })
 	c := g.sdk()
+	asked := 0
 	ask := func(route, first, cacheKey string) string {
 		t.Helper()
 		p := openai.ChatCompletionNewParams{Model: route, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(first)}}
@@ -173,6 +181,8 @@ routes:
 		if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
+		asked++
+		g.waitRecs(t, asked)
 		auth := up.header(int(up.hits.Load()) - 1).Get("Authorization")
 		return auth[len(auth)-4:]
 	}
@@ -195,5 +205,42 @@ routes:
 	}
 	if k := ask("sticky", "first question", "another-session"); k != "0001" {
 		t.Fatalf("another prompt_cache_key served with key %s, want 0001", k)
+	}
+}
+
+// On Lambda many instances serve one conversation: the place is in the
+// shared table, so an instance that never saw the conversation starts it
+// where another instance left it.
+func TestCacheLocalityIsSharedByInstances(t *testing.T) {
+	var aDown atomic.Bool
+	a, b := switchableOK(t, &aDown), switchableOK(t, new(atomic.Bool))
+	cfg := fmt.Sprintf(`defaults: {attempts: 1}
+providers:
+  pa: {kind: openai, base_url: "%s/v1"}
+  pb: {kind: openai, base_url: "%s/v1"}
+routes:
+  sticky: {cache_locality: {}, targets: [{provider: pa, model: up-model}, {provider: pb, model: up-model}]}
+`, a.URL, b.URL)
+	table := embedded.OpenMemory()
+	shared := func(o *server.Options) { o.Upstream.Places = locality.New(table, locality.Options{}) }
+	one, two := newGateway(t, cfg, shared), newGateway(t, cfg, shared)
+	ask := func(g *gateway, n int) string {
+		t.Helper()
+		var resp *http.Response
+		c := g.sdk()
+		if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sticky",
+			Messages: conversation("You are terse.", "Tell me about Rust.", n)}, option.WithResponseInto(&resp)); err != nil {
+			t.Fatal(err)
+		}
+		g.waitRecs(t, 1)
+		return resp.Header.Get("x-gateway-provider")
+	}
+	aDown.Store(true)
+	if p := ask(one, 1); p != "pb" {
+		t.Fatalf("turn 1 served by %q", p)
+	}
+	aDown.Store(false)
+	if p := ask(two, 2); p != "pb" {
+		t.Fatalf("turn 2 on another instance served by %q, want pb", p)
 	}
 }
