@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/deployment"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/locality"
 	"github.com/llmgw/llmgw/pkg/metrics"
 	"github.com/llmgw/llmgw/pkg/moderation"
 	"github.com/llmgw/llmgw/pkg/pacing"
@@ -172,6 +173,8 @@ func Build(ctx context.Context, cfg *config.Config, st store.Store, o BuildOptio
 			Budget:   g.Budget,
 			// Responses state follows its account on every instance.
 			ResponseOwners: responsestate.New(st, responsestate.Options{}),
+			// Conversations keep their place on every instance.
+			Places: locality.New(st, locality.Options{}),
 		},
 		Stages: server.Stages{
 			Pacing:     pacing.Pacer{},

@@ -22,6 +22,23 @@ type Step struct {
 	Variant *Variant
 	// Options are the target's kind-specific options (Target.Options).
 	Options map[string]string
+	// ServiceTier is the provider service tier the target asks for
+	// (Target.ServiceTier), "" for none.
+	ServiceTier string
+}
+
+// LedgerModel is the model a step's keys are rate-limited under in the key
+// ledger: its model, and its service tier apart ("model#tier"), so that a
+// 429 of a key's priority capacity leaves that key usable for the
+// default-tier target of the same model.
+func (s Step) LedgerModel() string { return LedgerModel(s.Model, s.ServiceTier) }
+
+// LedgerModel is Step.LedgerModel of a model at service tier tier.
+func LedgerModel(model, tier string) string {
+	if tier == "" {
+		return model
+	}
+	return model + "#" + tier
 }
 
 // Chain returns a route's resolved chain: route references spliced in, the
@@ -74,9 +91,9 @@ func (c *Config) resolveChains() {
 			if p.Disabled {
 				continue
 			}
-			s := Step{ID: t.Provider + "/" + t.Model, Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
+			s := Step{ID: t.ID(), Provider: t.Provider, Model: t.Model, Attempts: t.Attempts,
 				FirstTokenTimeout: t.FirstTokenTimeout.D(), MaxTokens: t.MaxTokens, Breaker: t.Breaker, Prefill: t.Prefill,
-				Variant: t.Variant, Options: t.Options}
+				Variant: t.Variant, Options: t.Options, ServiceTier: t.ServiceTier}
 			if s.Attempts == 0 {
 				s.Attempts = pol.Attempts
 			}

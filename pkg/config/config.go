@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/gwerr"
@@ -208,6 +209,29 @@ type Route struct {
 	// traces (the GenAI event gen_ai.client.inference.operation.details);
 	// off by default: spans carry no content.
 	TraceContent bool `json:"trace_content,omitempty"`
+	// CacheLocality keeps one conversation on the target and key that last
+	// served it while they are healthy, so the provider's prompt cache
+	// keeps paying (docs/prompt-caching.md). Nil: off.
+	CacheLocality *CacheLocality `json:"cache_locality,omitempty"`
+}
+
+// CacheLocality is a route's prompt-cache locality setting.
+type CacheLocality struct {
+	// TTL is how long a conversation stays with its target after the
+	// request that last moved it there (default 1h, at most 24h).
+	TTL Duration `json:"ttl,omitempty"`
+}
+
+// DefaultLocalityTTL is CacheLocality.TTL's default: Anthropic's longest
+// cache lifetime.
+const DefaultLocalityTTL = time.Hour
+
+// TTLOrDefault is TTL, or DefaultLocalityTTL when unset.
+func (l *CacheLocality) TTLOrDefault() time.Duration {
+	if l == nil || l.TTL <= 0 {
+		return DefaultLocalityTTL
+	}
+	return l.TTL.D()
 }
 
 // Target is one step of a chain: a provider and its model id, or a
@@ -240,6 +264,36 @@ type Target struct {
 	// application inference profile or provisioned-model ARN runs, for
 	// prices and that table).
 	Options map[string]string `json:"options,omitempty"`
+	// ServiceTier asks the provider for one of its service tiers, as its
+	// API names it (Kind.ServiceTiers: OpenAI flex or priority, Anthropic
+	// auto or standard_only, Bedrock priority, default or flex). Empty:
+	// the request's own, else the provider's default. A target with a tier
+	// is a target of its own (its id is "provider/model#tier"), so a route
+	// may list the same model at two tiers and fall back between them.
+	ServiceTier string `json:"service_tier,omitempty"`
+}
+
+// ID is the target's identity in breakers, logs, records and health
+// reports: "provider/model", with "#tier" when it asks for a service tier.
+func (t Target) ID() string { return TargetID(t.Provider, t.Model, t.ServiceTier) }
+
+// TargetID is the id of the target of provider and model at service tier
+// tier ("" for none): "provider/model" or "provider/model#tier".
+func TargetID(provider, model, tier string) string {
+	if tier == "" {
+		return provider + "/" + model
+	}
+	return provider + "/" + model + "#" + tier
+}
+
+// SplitTargetID splits a target id (TargetID) into its provider, model and
+// service tier.
+func SplitTargetID(id string) (provider, model, tier string) {
+	provider, model, _ = strings.Cut(id, "/")
+	if i := strings.LastIndexByte(model, '#'); i >= 0 {
+		model, tier = model[:i], model[i+1:]
+	}
+	return provider, model, tier
 }
 
 // Variant is a per-target prompt variant: a system prompt override, prefix

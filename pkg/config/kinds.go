@@ -52,6 +52,10 @@ type Kind struct {
 	// is returned as a message about the value (Show it). None: targets
 	// take no options.
 	TargetOptions map[string]func(v string) string
+	// ServiceTiers are the service tiers a target of this kind may ask
+	// for (Target.ServiceTier), as the provider's API names them. None:
+	// its targets take no service_tier.
+	ServiceTiers []string
 	// BaseModel is the kind's price rule: the base model a target model's
 	// prices are looked up under when none is configured for the model
 	// itself ("" for none: the model's own). Nil: the model's own.

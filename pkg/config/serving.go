@@ -114,6 +114,9 @@ func (c *Config) prepareServing() error {
 				return err
 			}
 		}
+		if l := r.CacheLocality; l != nil && (l.TTL < 0 || l.TTL.D() > 24*time.Hour) {
+			return errAt(pathOf("routes", name, "cache_locality", "ttl"), "%s is not between 0 (the default, 1h) and 24h", l.TTL.D())
+		}
 	}
 	return c.prepareModeration()
 }

@@ -89,8 +89,19 @@ type Price struct {
 	// (default: Input).
 	CachedInput *float64 `json:"cached_input,omitempty"`
 	// CacheWrite is the price of input tokens written to the prompt cache
-	// (default: Input).
+	// (default: Input); for Anthropic models, writes with the default
+	// 5-minute lifetime.
 	CacheWrite *float64 `json:"cache_write,omitempty"`
+	// CacheWrite1h is the price of input tokens written to the prompt
+	// cache with a 1-hour lifetime, when the provider reports them apart
+	// (Anthropic's usage.cache_creation.ephemeral_1h_input_tokens, on the
+	// Anthropic API and on Bedrock InvokeModel). Default: CacheWrite.
+	CacheWrite1h *float64 `json:"cache_write_1h,omitempty"`
+	// Tiers are the prices at the provider's service tiers (Target.ServiceTier,
+	// or the tier the response says served it), keyed by the tier's name
+	// as the provider's API names it (priority, flex, ...). A tier missing
+	// here is priced at this price. A tier's price takes no tiers itself.
+	Tiers map[string]Price `json:"tiers,omitempty"`
 	// ToolCalls prices the provider's server-side tools in USD per call,
 	// by kind (web_search, web_fetch, code_execution, file_search;
 	// FeeKinds). A request declaring a tool whose kind is
@@ -125,6 +136,23 @@ func (p Price) CacheWritePrice() float64 {
 		return *p.CacheWrite
 	}
 	return p.Input
+}
+
+// CacheWrite1hPrice is CacheWrite1h, or CacheWritePrice when unset.
+func (p Price) CacheWrite1hPrice() float64 {
+	if p.CacheWrite1h != nil {
+		return *p.CacheWrite1h
+	}
+	return p.CacheWritePrice()
+}
+
+// AtTier is the price at service tier tier: its Tiers entry, else p itself
+// (the standard tier, and any tier not priced apart).
+func (p Price) AtTier(tier string) Price {
+	if t, ok := p.Tiers[tier]; ok && tier != "" {
+		return t
+	}
+	return p
 }
 
 // UsageSettings govern usage records and the limits' counters.
@@ -307,10 +335,22 @@ func (c *Config) prepareTeams() error {
 		if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
 			return errAt(at, "a price is keyed by \"provider/model\" or \"model\", not %s", show(name))
 		}
-		vals := map[string]float64{"input": p.Input, "output": p.Output, "cached_input": p.CachedInputPrice(), "cache_write": p.CacheWritePrice()}
-		for _, f := range []string{"input", "output", "cached_input", "cache_write"} {
-			if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
-				return errAt(at.Key(f), "%g is not a price in USD per million tokens (0 to 1e6)", v)
+		if err := p.validateTokens(at); err != nil {
+			return err
+		}
+		for _, tier := range sortedKeys(p.Tiers) {
+			tp := p.Tiers[tier]
+			if !plainName(tier, "_-") {
+				return errAt(at.Key("tiers").Key(tier), "%s is not a service tier name (letters, digits, _ and -)", show(tier))
+			}
+			if len(tp.Tiers) > 0 {
+				return errAt(at.Key("tiers").Key(tier).Key("tiers"), "a tier's price takes no tiers")
+			}
+			if len(tp.ToolCalls) > 0 {
+				return errAt(at.Key("tiers").Key(tier).Key("tool_calls"), "tool fees are priced on the model, not per tier")
+			}
+			if err := tp.validateTokens(at.Key("tiers").Key(tier)); err != nil {
+				return err
 			}
 		}
 		for _, k := range sortedKeys(p.ToolCalls) {
@@ -320,6 +360,18 @@ func (c *Config) prepareTeams() error {
 			if v := p.ToolCalls[k]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e3 {
 				return errAt(at.Key("tool_calls").Key(k), "%g is not a price in USD per call (0 to 1000)", v)
 			}
+		}
+	}
+	return nil
+}
+
+// validateTokens checks a price's token prices.
+func (p Price) validateTokens(at Path) error {
+	vals := map[string]float64{"input": p.Input, "output": p.Output, "cached_input": p.CachedInputPrice(),
+		"cache_write": p.CacheWritePrice(), "cache_write_1h": p.CacheWrite1hPrice()}
+	for _, f := range []string{"input", "output", "cached_input", "cache_write", "cache_write_1h"} {
+		if v := vals[f]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e6 {
+			return errAt(at.Key(f), "%g is not a price in USD per million tokens (0 to 1e6)", v)
 		}
 	}
 	return nil

@@ -175,6 +175,17 @@ func (c *Config) validateTarget(at Path, t Target) error {
 	if err := c.validateTargetOptions(at.Key("options"), t); err != nil {
 		return err
 	}
+	if p := c.Providers[t.Provider]; t.ServiceTier != "" && !p.unchecked() {
+		tiers := p.kind().ServiceTiers
+		if len(tiers) == 0 {
+			return errAt(at.Key("service_tier"), "provider %s (kind %s) has no service tiers; only kind %s targets do", t.Provider, p.Kind,
+				kindsWith(func(k Kind) bool { return len(k.ServiceTiers) > 0 }))
+		}
+		if !slices.Contains(tiers, t.ServiceTier) {
+			return errAt(at.Key("service_tier"), "%s is not a %s service tier%s (tiers: %s)", show(t.ServiceTier), p.Kind,
+				didYouMean(t.ServiceTier, tiers), strings.Join(tiers, ", "))
+		}
+	}
 	if t.Variant != nil {
 		return t.Variant.validate(at.Key("variant"))
 	}

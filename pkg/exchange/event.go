@@ -140,6 +140,13 @@ type TokenUsage struct {
 	// to the provider's prompt cache.
 	CacheRead  int `json:"cache_read_tokens,omitempty"`
 	CacheWrite int `json:"cache_write_tokens,omitempty"`
+	// CacheWrite1h is the part of CacheWrite written with a 1-hour
+	// lifetime, when the provider reports it apart (Anthropic's
+	// cache_creation.ephemeral_1h_input_tokens); priced at cache_write_1h.
+	CacheWrite1h int `json:"cache_write_1h_tokens,omitempty"`
+	// Tier is the service tier the provider says served the request (its
+	// response's service_tier), "" when it does not say.
+	Tier string `json:"service_tier,omitempty"`
 	// Reasoning counts the output tokens spent on reasoning, when the
 	// provider reports them.
 	Reasoning int `json:"reasoning_tokens,omitempty"`

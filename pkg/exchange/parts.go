@@ -41,7 +41,7 @@ func EventOf(p *delta.Part) (Event, bool) {
 		ev = Event{Kind: Finish, Finish: p.Finish, Stop: p.Stop, StopSequence: p.StopSequence}
 	case delta.Usage:
 		ev = Event{Kind: Usage, Usage: TokenUsage{Input: p.Usage.Input, Output: p.Usage.Output, CacheRead: p.Usage.CacheRead,
-			CacheWrite: p.Usage.CacheWrite, Reasoning: p.Usage.Reasoning}}
+			CacheWrite: p.Usage.CacheWrite, CacheWrite1h: p.Usage.CacheWrite1h, Reasoning: p.Usage.Reasoning, Tier: p.Usage.Tier}}
 	default:
 		return Event{}, false
 	}

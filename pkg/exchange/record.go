@@ -50,6 +50,17 @@ type Record struct {
 	// cache; CacheWriteTokens those written to it.
 	CachedTokens     int `json:"cached_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// CacheWrite1hTokens is the part of CacheWriteTokens written with a
+	// 1-hour lifetime (Anthropic models), priced apart.
+	CacheWrite1hTokens int `json:"cache_write_1h_tokens,omitempty"`
+	// CacheReadCostUSD and CacheWriteCostUSD are the parts of CostUSD
+	// paid for the serving target's cache reads and cache writes.
+	CacheReadCostUSD  float64 `json:"cache_read_cost_usd,omitempty"`
+	CacheWriteCostUSD float64 `json:"cache_write_cost_usd,omitempty"`
+	// ServiceTier is the provider service tier that served the request:
+	// the tier the response reports, else the one its target asked for
+	// (Target.ServiceTier); "" for the provider's default. Prices follow it.
+	ServiceTier string `json:"service_tier,omitempty"`
 	// CacheHit reports that the prompt cache served part of the input
 	// (CachedTokens > 0); set when the record is stored.
 	CacheHit bool `json:"cache_hit,omitempty"`
@@ -117,7 +128,11 @@ func (rec *Record) Fill(r *Request) {
 func (rec *Record) SetUsage(u TokenUsage) {
 	rec.InputTokens, rec.OutputTokens = u.Input, u.Output
 	rec.CachedTokens, rec.CacheWriteTokens, rec.Estimated = u.CacheRead, u.CacheWrite, u.Estimated
+	rec.CacheWrite1hTokens = u.CacheWrite1h
 	rec.ToolCalls = u.Tools
+	if u.Tier != "" {
+		rec.ServiceTier = u.Tier
+	}
 }
 
 // Settle is called exactly once, after a request, with its final record,

@@ -42,7 +42,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	idle := time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	idle.Stop()
 	rec := exchange.Attempt{Target: step.ID, Key: key.Fingerprint, Phase: "first_byte", Start: start}
-	slot := keyledger.Slot(step.Model, op.name())
+	slot := keyledger.Slot(step.LedgerModel(), op.name())
 	call := &provider.Call{Req: rq, Step: step, Key: key,
 		OnResponse: func(status int, h http.Header) {
 			rec.Status = status

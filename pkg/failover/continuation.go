@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -213,6 +214,6 @@ func (c *continuation) splice(head []exchange.Event) []exchange.Event {
 // add sums two attempts' tokens.
 func add(a, b exchange.TokenUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
-		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Tools: a.Tools.Add(b.Tools),
-		Estimated: a.Estimated || b.Estimated}
+		CacheWrite: a.CacheWrite + b.CacheWrite, CacheWrite1h: a.CacheWrite1h + b.CacheWrite1h, Reasoning: a.Reasoning + b.Reasoning,
+		Tools: a.Tools.Add(b.Tools), Estimated: a.Estimated || b.Estimated, Tier: cmp.Or(b.Tier, a.Tier)}
 }

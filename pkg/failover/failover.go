@@ -216,7 +216,7 @@ func (r *Router) noKey(step config.Step, err error) *gwerr.Error {
 // of them, again decides whether and how long to wait.
 func (r *Router) tryTarget(ctx context.Context, rq *exchange.Request, step config.Step, op *Op) (*Session, error) {
 	tr := &rq.Trace
-	slot := keyledger.Slot(step.Model, op.name())
+	slot := keyledger.Slot(step.LedgerModel(), op.name())
 	var last *gwerr.Error
 	lastKey := ""
 	for n := 1; n <= step.Attempts; n++ {

@@ -15,7 +15,9 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/chatwire"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Provider sends one attempt to one upstream.
@@ -213,4 +215,20 @@ func variantSystem(c *exchange.Prompt, v *config.Variant) {
 		sys = append(sys, text(v.SystemSuffix))
 	}
 	c.System = sys
+}
+
+// ServiceTierMember is body with its top-level "service_tier" set to the
+// target's service tier (config.Target.ServiceTier) by a byte edit of that
+// one member, or body itself when the target asks for none: how the
+// OpenAI (Chat Completions, Responses) and Anthropic Messages APIs name
+// the tier, passthrough and translated alike.
+func (c *Call) ServiceTierMember(body []byte) ([]byte, error) {
+	if c.Step.ServiceTier == "" {
+		return body, nil
+	}
+	out, err := chatwire.SetMember(body, "service_tier", jsonb.AppendString(nil, c.Step.ServiceTier))
+	if err != nil {
+		return nil, &gwerr.Error{Category: gwerr.Internal, Message: "could not set the target's service tier", Cause: err}
+	}
+	return out, nil
 }

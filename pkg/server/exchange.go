@@ -40,6 +40,9 @@ type exchangeState struct {
 	// pin is the account a Responses request is pinned to (the owner of
 	// its previous_response_id or of the response it acts on), nil if none.
 	pin *responsestate.Owner
+	// loc is the conversation's place on a cache_locality route, nil when
+	// the route has none (locality.go).
+	loc *localityState
 }
 
 // serve runs one request of any client API through the shared pipeline:
@@ -226,6 +229,9 @@ func (x *exchangeState) settleAndRecord() {
 		var cancelDL context.CancelFunc
 		ctx, cancelDL = context.WithDeadline(ctx, dl)
 		defer cancelDL()
+	}
+	if _, _, tier := config.SplitTargetID(x.rec.Target); x.rec.ServiceTier == "" {
+		x.rec.ServiceTier = tier // the response named none: the target's own
 	}
 	if x.h.report.Cost != nil {
 		x.rec.CostUSD = x.h.report.Cost(x.rt.cfg, &x.rec)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/breaker"
+	"github.com/llmgw/llmgw/pkg/config"
 )
 
 // ConfigStatus is what the admin view of GET /healthz says about the
@@ -84,14 +85,14 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 			if t.Route != "" {
 				continue
 			}
-			id := t.Provider + "/" + t.Model
+			id := t.ID()
 			if seen[id] {
 				continue
 			}
 			seen[id] = true
 			p := rt.cfg.Providers[t.Provider]
 			th := targetHealth{ID: id, Provider: t.Provider, Kind: p.Kind, Model: t.Model, Disabled: p.Disabled,
-				Breaker: h.up.Breakers.Snapshot(id), Keys: append(h.up.Keys.Statuses(t.Provider, t.Model), rt.unresolved[t.Provider]...)}
+				Breaker: h.up.Breakers.Snapshot(id), Keys: append(h.up.Keys.Statuses(t.Provider, config.LedgerModel(t.Model, t.ServiceTier)), rt.unresolved[t.Provider]...)}
 			if t.Breaker != "" {
 				th.Breaker.Forced = breaker.Force(t.Breaker)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/locality"
 	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/retry"
 	"github.com/llmgw/llmgw/pkg/stage"
@@ -108,6 +109,11 @@ type Upstream struct {
 	// there from every instance (nil: an in-memory record of this process
 	// only). pkg/app keeps it in the shared table.
 	ResponseOwners *responsestate.Owners
+	// Places records where each conversation of a cache_locality route was
+	// last served, so its next request starts there on every instance
+	// (nil: an in-memory record of this process only). pkg/app keeps it
+	// in the shared table.
+	Places *locality.Places
 }
 
 // Stages are the serving stages the pipeline runs around the failover

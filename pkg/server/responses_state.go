@@ -217,7 +217,8 @@ func (x *exchangeState) settleBackground(ctx context.Context, id string, o respo
 
 // responsesTokens is a Responses object's usage as the gateway's.
 func responsesTokens(t delta.Tokens) exchange.TokenUsage {
-	return exchange.TokenUsage{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite, Reasoning: t.Reasoning}
+	return exchange.TokenUsage{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite, CacheWrite1h: t.CacheWrite1h,
+		Reasoning: t.Reasoning, Tier: t.Tier}
 }
 
 // compact serves POST /v1/responses/compact: decoded and validated as a

@@ -31,6 +31,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/ingress/messages"
 	ingressregistry "github.com/llmgw/llmgw/pkg/ingress/registry"
 	"github.com/llmgw/llmgw/pkg/keyledger"
+	"github.com/llmgw/llmgw/pkg/locality"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
 	"github.com/llmgw/llmgw/pkg/requestlog"
 	"github.com/llmgw/llmgw/pkg/responsestate"
@@ -104,10 +105,13 @@ func (u *Upstream) defaults(cfg *config.Config, log *slog.Logger, now func() tim
 		u.Budget = retry.NewBudget()
 		u.Budget.Now = now
 	}
-	if u.Breakers != nil && u.Keys != nil && u.ResponseOwners != nil {
+	if u.Breakers != nil && u.Keys != nil && u.ResponseOwners != nil && u.Places != nil {
 		return
 	}
 	mem := embedded.OpenMemory(embedded.WithClock(now))
+	if u.Places == nil {
+		u.Places = locality.New(mem, locality.Options{Now: now})
+	}
 	if u.ResponseOwners == nil {
 		u.ResponseOwners = responsestate.New(mem, responsestate.Options{Now: now})
 	}

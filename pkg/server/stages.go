@@ -43,6 +43,7 @@ func (x *exchangeState) generate(ctx context.Context) {
 	if !x.pinFollowUp(ctx) {
 		return
 	}
+	x.localize(ctx)
 	sess, err := x.rt.router.Open(ctx, x.req)
 	if err != nil {
 		if x.pin != nil {
@@ -59,6 +60,7 @@ func (x *exchangeState) generate(ctx context.Context) {
 		return
 	}
 	x.relay(x.paced(src))
+	x.notePlace()
 	if tap != nil && x.end == io.EOF {
 		// The client has its answer; the entry is written before the
 		// handler returns (on Lambda the environment may freeze after).

@@ -18,6 +18,7 @@ package store
 //	cache entry      cache#team#<team>#<hash>          entry
 //	shared entry     cache#shared#<hash>               entry
 //	response owner   response#<response id>            owner
+//	cache locality   locality#<conversation hash>      place
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -40,15 +41,16 @@ const Sep = "#"
 
 // Key shape prefixes (first PK component).
 const (
-	breakerPrefix = "breaker"
-	retryPrefix   = "retry"
-	ledgerPrefix  = "ledger"
-	budgetPrefix  = "budget"
-	usagePrefix   = "usage"
-	rollupPrefix  = "rollup"
-	configPrefix  = "config"
-	cachePrefix   = "cache"
-	respPrefix    = "response"
+	breakerPrefix  = "breaker"
+	retryPrefix    = "retry"
+	ledgerPrefix   = "ledger"
+	budgetPrefix   = "budget"
+	usagePrefix    = "usage"
+	rollupPrefix   = "rollup"
+	configPrefix   = "config"
+	cachePrefix    = "cache"
+	respPrefix     = "response"
+	localityPrefix = "locality"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -266,4 +268,14 @@ func SharedCacheKey(hash string) Key {
 // the upstream's retention of the response.
 func ResponseOwnerKey(responseID string) Key {
 	return Key{PK: join(lit(respPrefix), val(responseID)), SK: "owner"}
+}
+
+// LocalityKey is the item naming the target and provider key that last
+// served one conversation of a route with cache_locality (pkg/locality),
+// by a hash of the conversation (never its text): the next request of the
+// conversation starts from that target on every instance. Every
+// conversation is its own partition; the item expires with the route's
+// cache_locality.ttl.
+func LocalityKey(hash string) Key {
+	return Key{PK: join(lit(localityPrefix), val(hash)), SK: "place"}
 }

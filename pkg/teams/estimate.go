@@ -134,7 +134,8 @@ func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
 	e.ToolUses = toolUses(a.Prompt)
 	for _, s := range a.Steps {
 		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
-			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p, e.InputTokens, e.OutputTokens)+usage.ToolFees(p, e.ToolUses))
+			// At the target's tier (a tier's price carries no tool fees).
+			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p.AtTier(s.ServiceTier), e.InputTokens, e.OutputTokens)+usage.ToolFees(p, e.ToolUses))
 		}
 	}
 	return e

@@ -194,7 +194,7 @@ func attemptSpans(cfg *config.Config, root *tracepb.Span, req *exchange.Request,
 	var served []*tracepb.Span // the committed attempts' spans, in order
 	for i := range rec.Attempts {
 		at := &rec.Attempts[i]
-		prov, model, _ := strings.Cut(at.Target, "/")
+		prov, model, _ := config.SplitTargetID(at.Target)
 		if at.Skipped != "" {
 			decision := "skipped"
 			if f := forced(req, at.Target); f != "" {

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"cmp"
 	"math"
 	"strings"
 
@@ -20,18 +21,29 @@ const perMillion = 1e6
 // units). A record without a serving target (a cache hit, a refusal)
 // costs only its stage calls; an unpriced target costs 0. The serving
 // target's server-side tool calls (Record.ToolCalls) cost ToolFees.
+//
+// The serving target is priced at the record's service tier
+// (Record.ServiceTier, else the tier its target id asks for; Price.AtTier),
+// each other attempt at its own target's tier. Cost also sets the record's
+// CacheReadCostUSD and CacheWriteCostUSD: the parts of the serving target's
+// cost paid for cache reads and writes.
 func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 	if cfg == nil || rec == nil {
 		return 0
 	}
 	total := 0.0
+	rec.CacheReadCostUSD, rec.CacheWriteCostUSD = 0, 0
 	if rec.Target != "" {
-		provider, model, _ := strings.Cut(rec.Target, "/")
+		provider, model, tier := config.SplitTargetID(rec.Target)
 		if rec.Provider != "" && strings.HasPrefix(rec.Target, rec.Provider+"/") {
-			provider, model = rec.Provider, strings.TrimPrefix(rec.Target, rec.Provider+"/")
+			provider = rec.Provider
 		}
 		if p, ok := cfg.PriceFor(provider, model); ok {
-			total = TokenCost(p, rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.CacheWriteTokens) + ToolFees(p, rec.ToolCalls)
+			p = p.AtTier(cmp.Or(rec.ServiceTier, tier))
+			b := TokenCost(p, Tokens{Input: rec.InputTokens, Output: rec.OutputTokens, CacheRead: rec.CachedTokens,
+				CacheWrite: rec.CacheWriteTokens, CacheWrite1h: rec.CacheWrite1hTokens})
+			rec.CacheReadCostUSD, rec.CacheWriteCostUSD = b.CacheRead, b.CacheWrite
+			total = b.Total() + ToolFees(p, rec.ToolCalls)
 		}
 	}
 	for _, a := range rec.Attempts {
@@ -41,13 +53,33 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 		if a.InputTokens+a.OutputTokens == 0 {
 			continue
 		}
-		provider, model, _ := strings.Cut(a.Target, "/")
+		provider, model, tier := config.SplitTargetID(a.Target)
 		if p, ok := cfg.PriceFor(provider, model); ok {
-			total += TokenCost(p, a.InputTokens, a.OutputTokens, 0, 0)
+			total += TokenCost(p.AtTier(tier), Tokens{Input: a.InputTokens, Output: a.OutputTokens}).Total()
 		}
 	}
 	return total
 }
+
+// Tokens are the token counts of one request as the gateway counts them
+// for every provider: Input counts every prompt token, cache reads and
+// cache writes included; CacheWrite1h is the part of CacheWrite written
+// with a 1-hour lifetime.
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite, CacheWrite1h int
+}
+
+// TokenCosts are the parts of a request's token cost in USD.
+type TokenCosts struct {
+	// Input is the uncached input's, Output the output's.
+	Input, Output float64
+	// CacheRead is the cache reads', CacheWrite the cache writes' (both
+	// lifetimes).
+	CacheRead, CacheWrite float64
+}
+
+// Total is the sum of the parts.
+func (c TokenCosts) Total() float64 { return c.Input + c.Output + c.CacheRead + c.CacheWrite }
 
 // TokenCost is the cost in USD of one request's tokens at price p (USD per
 // million tokens). Input counts every prompt token, cached and cache-written
@@ -55,20 +87,25 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 //
 //	cost = (input - cached - cache_write) x p.Input
 //	     + cached      x p.CachedInput (default p.Input)
-//	     + cache_write x p.CacheWrite  (default p.Input)
+//	     + (cache_write - cache_write_1h) x p.CacheWrite  (default p.Input)
+//	     + cache_write_1h x p.CacheWrite1h (default p.CacheWrite)
 //	     + output      x p.Output
 //	     all divided by 1,000,000.
 //
 // Cached and cache-write counts are clamped so that their sum never exceeds
-// input; negative counts count as 0.
-func TokenCost(p config.Price, input, output, cached, cacheWrite int) float64 {
-	input, output = max(input, 0), max(output, 0)
-	cached = min(max(cached, 0), input)
-	cacheWrite = min(max(cacheWrite, 0), input-cached)
+// input, and 1-hour writes to the writes; negative counts count as 0.
+func TokenCost(p config.Price, t Tokens) TokenCosts {
+	input, output := max(t.Input, 0), max(t.Output, 0)
+	cached := min(max(t.CacheRead, 0), input)
+	cacheWrite := min(max(t.CacheWrite, 0), input-cached)
+	write1h := min(max(t.CacheWrite1h, 0), cacheWrite)
 	plain := input - cached - cacheWrite
-	c := float64(plain)*p.Input + float64(cached)*p.CachedInputPrice() +
-		float64(cacheWrite)*p.CacheWritePrice() + float64(output)*p.Output
-	return c / perMillion
+	return TokenCosts{
+		Input:      float64(plain) * p.Input / perMillion,
+		Output:     float64(output) * p.Output / perMillion,
+		CacheRead:  float64(cached) * p.CachedInputPrice() / perMillion,
+		CacheWrite: (float64(cacheWrite-write1h)*p.CacheWritePrice() + float64(write1h)*p.CacheWrite1hPrice()) / perMillion,
+	}
 }
 
 // ToolFees is the cost in USD of server-side tool calls at price p: each

@@ -135,8 +135,9 @@ func mergeTotals(dst, src map[string]*Totals) map[string]*Totals {
 }
 
 // WriteTable prints the report for humans: one row per team, highest cost
-// first, and a total; the last two columns are the response cache's hits
-// and the spend they saved. With detail set, each team's routes and tags follow
+// first, and a total; then the response cache's hits and the spend they
+// saved, and the prompt cache's writes and what its reads and writes cost
+// (CACHED TOKENS are its reads). With detail set, each team's routes and tags follow
 // it, also by cost.
 func (rep *Report) WriteTable(w io.Writer, detail bool) error {
 	fmt.Fprintf(w, "Usage and cost per team, %s to %s (UTC days, from the rollups)\n\n", rep.From, rep.To)
@@ -154,16 +155,16 @@ func (rep *Report) WriteTable(w io.Writer, detail bool) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tREQUESTS\tERRORS\tFALLBACKS\tINPUT TOKENS\tOUTPUT TOKENS\tCACHED TOKENS\tCOST USD\tSHARE\tCACHE HITS\tSAVED USD\t\n", width, "TEAM")
+	fmt.Fprintf(tw, "%-*s\tREQUESTS\tERRORS\tFALLBACKS\tINPUT TOKENS\tOUTPUT TOKENS\tCACHED TOKENS\tCOST USD\tSHARE\tCACHE HITS\tSAVED USD\tCACHE WRITE TOKENS\tCACHE READ USD\tCACHE WRITE USD\t\n", width, "TEAM")
 	row := func(name string, t Totals) {
 		name = fmt.Sprintf("%-*s", width, name)
 		share := "-"
 		if rep.Total.CostNanoUSD > 0 {
 			share = strconv.FormatFloat(100*float64(t.CostNanoUSD)/float64(rep.Total.CostNanoUSD), 'f', 1, 64) + "%"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, group(t.Requests), group(t.Errors), group(t.Fallbacks),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, group(t.Requests), group(t.Errors), group(t.Fallbacks),
 			group(t.InputTokens), group(t.OutputTokens), group(t.CachedTokens), money(t.CostNanoUSD), share,
-			group(t.CacheHits), money(t.SavedNanoUSD))
+			group(t.CacheHits), money(t.SavedNanoUSD), group(t.CacheWriteTokens), money(t.CacheReadNanoUSD), money(t.CacheWriteNanoUSD))
 	}
 	for _, tr := range rep.Teams {
 		row(tr.Team, tr.Totals)

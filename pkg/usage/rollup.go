@@ -63,6 +63,16 @@ type Totals struct {
 	CostNanoUSD int64 `json:"cost_nano_usd"`
 	// CostUSD is CostNanoUSD in USD, for reading.
 	CostUSD float64 `json:"cost_usd"`
+	// CacheWrite1hTokens is the part of CacheWriteTokens written with a
+	// 1-hour lifetime.
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
+	// CacheReadNanoUSD and CacheWriteNanoUSD are the parts of CostNanoUSD
+	// paid for prompt-cache reads and writes (Record.CacheReadCostUSD,
+	// CacheWriteCostUSD); CacheReadUSD and CacheWriteUSD the same in USD.
+	CacheReadNanoUSD  int64   `json:"cache_read_nano_usd,omitempty"`
+	CacheWriteNanoUSD int64   `json:"cache_write_nano_usd,omitempty"`
+	CacheReadUSD      float64 `json:"cache_read_usd,omitempty"`
+	CacheWriteUSD     float64 `json:"cache_write_usd,omitempty"`
 	// CacheHits counts requests answered from the response cache (no
 	// upstream call, cost 0).
 	CacheHits int64 `json:"cache_hits,omitempty"`
@@ -90,6 +100,10 @@ func (t *Totals) add(r *exchange.Record) {
 	t.OutputTokens += int64(r.OutputTokens)
 	t.CachedTokens += int64(r.CachedTokens)
 	t.CacheWriteTokens += int64(r.CacheWriteTokens)
+	t.CacheWrite1hTokens += int64(r.CacheWrite1hTokens)
+	t.CacheReadNanoUSD += NanoUSD(r.CacheReadCostUSD)
+	t.CacheWriteNanoUSD += NanoUSD(r.CacheWriteCostUSD)
+	t.CacheReadUSD, t.CacheWriteUSD = USD(t.CacheReadNanoUSD), USD(t.CacheWriteNanoUSD)
 	if r.Estimated {
 		t.Estimated++
 	}
@@ -112,6 +126,10 @@ func (t *Totals) Merge(o Totals) {
 	t.OutputTokens += o.OutputTokens
 	t.CachedTokens += o.CachedTokens
 	t.CacheWriteTokens += o.CacheWriteTokens
+	t.CacheWrite1hTokens += o.CacheWrite1hTokens
+	t.CacheReadNanoUSD += o.CacheReadNanoUSD
+	t.CacheWriteNanoUSD += o.CacheWriteNanoUSD
+	t.CacheReadUSD, t.CacheWriteUSD = USD(t.CacheReadNanoUSD), USD(t.CacheWriteNanoUSD)
 	t.Estimated += o.Estimated
 	t.CostNanoUSD += o.CostNanoUSD
 	t.CostUSD = USD(t.CostNanoUSD)
@@ -285,6 +303,8 @@ func rollupItem(ru *Rollup) (store.Item, error) {
 			"requests": float64(ru.Requests), "errors": float64(ru.Errors), "fallbacks": float64(ru.Fallbacks),
 			"input_tokens": float64(ru.InputTokens), "output_tokens": float64(ru.OutputTokens),
 			"cached_tokens": float64(ru.CachedTokens), "cost_nano_usd": float64(ru.CostNanoUSD),
+			"cache_write_tokens": float64(ru.CacheWriteTokens), "cache_read_nano_usd": float64(ru.CacheReadNanoUSD),
+			"cache_write_nano_usd": float64(ru.CacheWriteNanoUSD),
 		},
 		Strs: map[string]string{"team": ru.Team, "day": ru.Day},
 		Data: data,

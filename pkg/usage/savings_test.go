@@ -51,7 +51,7 @@ func TestRollupAndCostTableShowCacheSavings(t *testing.T) {
 	}
 	lines := strings.Split(b.String(), "\n")
 	if !strings.Contains(lines[2], "CACHE HITS") || !strings.Contains(lines[2], "SAVED USD") ||
-		!strings.HasSuffix(strings.Join(strings.Fields(lines[3]), " "), "100.0% 3 0.0036") {
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[3]), " "), "100.0% 3 0.0036 0 0.0000 0.0000") {
 		t.Fatalf("cost table:\n%s", b.String())
 	}
 }

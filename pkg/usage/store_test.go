@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func TestWithStores(t *testing.T) {
 		{Name: "RollupEqualsSumAndIsStable", Fn: testRollupStable},
 		{Name: "ExpiredDayKeepsItsRollup", Fn: testExpiredDay},
 		{Name: "Handler", Fn: testHandler},
+		{Name: "RollupShowsPromptCacheTokensAndCostPerTeam", Fn: testRollupCacheColumns},
 	})
 }
 
@@ -367,5 +369,66 @@ func testExpiredDay(t *testing.T, open usagetest.Opener) {
 	got := stored(t, s, []string{"search"}, t0, t0)
 	if r := got[[2]string{"search", store.Day(t0)}]; r.Requests != 1 {
 		t.Fatalf("rollup after expiry: %+v", r)
+	}
+}
+
+// testRollupCacheColumns: each team's rollup sums its prompt-cache reads
+// and writes and what they cost, priced when the records are written.
+func testRollupCacheColumns(t *testing.T, open usagetest.Opener) {
+	clk := usagetest.NewClock(t0)
+	s := open(t, clk.Now)
+	cfg := cfgFunc(t, testConfig+`  "anthropic/claude-opus": {input: 5, output: 25, cached_input: 0.5, cache_write: 6.25, cache_write_1h: 10}
+`)
+	rec := usage.NewRecorder(s, cfg, nil)
+	claude := func(team, id string, read, write, write1h int) *exchange.Record {
+		return &exchange.Record{RequestID: id, Time: t0, Team: team, Route: "opus", Target: "anthropic/claude-opus", Provider: "anthropic",
+			Outcome: "ok", Status: 200, InputTokens: 10000, OutputTokens: 100, CachedTokens: read, CacheWriteTokens: write, CacheWrite1hTokens: write1h}
+	}
+	for _, r := range []*exchange.Record{
+		claude("search", "r1", 8000, 0, 0),           // reads 8,000 x 0.5
+		claude("search", "r2", 0, 6000, 2000),        // writes 4,000 x 6.25 + 2,000 x 10
+		claude("ads", "r3", 4000, 1000, 0),           // reads 4,000 x 0.5, writes 1,000 x 6.25
+		sampleRecord("ads", "r4", t0.Add(time.Hour)), // no cache
+	} {
+		if err := rec.Write(ctxT(t), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roller := usage.NewRoller(s, cfg)
+	roller.Now = clk.Now
+	if _, err := roller.Run(ctxT(t), t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, s, []string{"search", "ads"}, t0, t0)
+	for _, w := range []struct {
+		team                                string
+		read, write, write1h, readN, writeN int64
+	}{
+		{"search", 8000, 6000, 2000, usage.NanoUSD(8000 * 0.5 / 1e6), usage.NanoUSD((4000*6.25 + 2000*10) / 1e6)},
+		{"ads", 4000, 1000, 0, usage.NanoUSD(4000 * 0.5 / 1e6), usage.NanoUSD(1000 * 6.25 / 1e6)},
+	} {
+		ru := got[[2]string{w.team, store.Day(t0)}]
+		if ru.CachedTokens != w.read || ru.CacheWriteTokens != w.write || ru.CacheWrite1hTokens != w.write1h ||
+			ru.CacheReadNanoUSD != w.readN || ru.CacheWriteNanoUSD != w.writeN {
+			t.Errorf("%s: cache read %d write %d (1h %d) costing %d + %d nano-USD; want %d %d (%d) %d + %d", w.team, ru.CachedTokens,
+				ru.CacheWriteTokens, ru.CacheWrite1hTokens, ru.CacheReadNanoUSD, ru.CacheWriteNanoUSD, w.read, w.write, w.write1h, w.readN, w.writeN)
+		}
+		if r := ru.Routes["opus"]; r == nil || r.CacheReadNanoUSD != w.readN {
+			t.Errorf("%s: route breakdown %+v", w.team, r)
+		}
+	}
+	// The cost table shows them per team: search wrote 6,000 tokens,
+	// reads cost $0.0040 and writes $0.0450.
+	rep, err := usage.BuildReport(ctxT(t), s, []string{"search", "ads"}, t0, t0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "CACHE WRITE TOKENS  CACHE READ USD  CACHE WRITE USD") ||
+		!strings.Contains(b.String(), "6,000          0.0040           0.0450") {
+		t.Errorf("cost table:\n%s", b.String())
 	}
 }

@@ -19,6 +19,9 @@ var Descriptor = &provider.Descriptor{
 		Speaks:     []string{string(exchange.Messages)},
 		AuthHeader: defaultKeyHeader,
 		Validate:   config.BaseURLRequired,
+		// service_tier of the Messages API: auto lets a request use
+		// Priority Tier capacity the organisation has committed.
+		ServiceTiers: []string{"auto", "standard_only"},
 	},
 	New: func(_ context.Context, id string, p *config.Provider, hc *http.Client) (provider.Provider, error) {
 		return New(id, p, hc)

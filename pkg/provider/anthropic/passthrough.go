@@ -91,6 +91,9 @@ func (a *Adapter) post(ctx context.Context, call *provider.Call, url string, bod
 func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provider.Stream, error) {
 	rq := call.Req
 	body, err := passthroughBody(rq.Body, call.Model(), call.OutputLimit(), call.Variant())
+	if err == nil {
+		body, err = call.ServiceTierMember(body)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,8 @@ func (t *translator) invalid(param, format string, args ...any) *gwerr.Error {
 // the target's max_tokens, lowered to the admitted cap
 // (provider.Call.MaxTokens).
 func (t *translator) translateRequest(p *exchange.Prompt, stream bool, model string, defaultMax int) (*messageswire.Request, error) {
-	out := &messageswire.Request{Model: model, Stream: stream, MaxTokens: p.Sampling.MaxTokens, StopSequences: p.Sampling.Stop}
+	out := &messageswire.Request{Model: model, Stream: stream, MaxTokens: p.Sampling.MaxTokens, StopSequences: p.Sampling.Stop,
+		ServiceTier: t.call.Step.ServiceTier}
 	if err := t.sampling(out, p); err != nil {
 		return nil, err
 	}

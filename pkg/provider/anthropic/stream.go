@@ -244,6 +244,7 @@ func finishEvent(stop string, seq *string) exchange.Event {
 func tokenUsage(u messageswire.Usage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
+		CacheWrite1h: u.CacheCreation.Ephemeral1hInputTokens, Tier: u.ServiceTier,
 		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
 }
 

@@ -32,6 +32,9 @@ var Descriptor = &provider.Descriptor{
 	Config: config.Kind{
 		Name:   "bedrock",
 		Speaks: []string{string(exchange.Converse)},
+		// serviceTier.type of Converse, the X-Amzn-Bedrock-Service-Tier
+		// header of InvokeModel.
+		ServiceTiers: []string{"priority", "default", "flex"},
 		TargetOptions: map[string]func(string) string{
 			"prompt_caching": func(v string) string {
 				if v != "on" && v != "off" {

@@ -1,12 +1,14 @@
 package bedrock
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -90,6 +92,7 @@ func (a *Adapter) sendMessages(ctx context.Context, call *provider.Call) (provid
 		malformed := new(atomic.Int64)
 		out, err := st.InvokeModelWithResponseStream(withMalformedCounter(ctx, malformed), &bedrockruntime.InvokeModelWithResponseStreamInput{
 			ModelId: aws.String(model), Body: body, ContentType: aws.String("application/json"), Accept: aws.String("application/json"),
+			ServiceTier: types.ServiceTierType(call.Step.ServiceTier),
 		}, traceHeader(call.Req.TraceParent))
 		if err != nil {
 			observeError(call, err)
@@ -100,27 +103,29 @@ func (a *Adapter) sendMessages(ctx context.Context, call *provider.Call) (provid
 		if es == nil || es.Reader == nil {
 			return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned no event stream", Provider: a.id}
 		}
-		return &invokeStream{id: a.id, ctx: ctx, es: es, reqBytes: len(body), malformed: malformed, trace: &call.Req.Trace}, nil
+		return &invokeStream{id: a.id, ctx: ctx, es: es, reqBytes: len(body), malformed: malformed, trace: &call.Req.Trace,
+			tier: string(out.ServiceTier)}, nil
 	}
 	inv, ok := a.api.(Invoker)
 	if !ok {
 		return nil, provider.Unsupported(call.Step.ID, "model", "the Messages API through InvokeModel")
 	}
 	out, err := inv.InvokeModel(ctx, &bedrockruntime.InvokeModelInput{ModelId: aws.String(model), Body: body,
-		ContentType: aws.String("application/json"), Accept: aws.String("application/json")}, traceHeader(call.Req.TraceParent))
+		ContentType: aws.String("application/json"), Accept: aws.String("application/json"),
+		ServiceTier: types.ServiceTierType(call.Step.ServiceTier)}, traceHeader(call.Req.TraceParent))
 	if err != nil {
 		observeError(call, err)
 		return nil, callError(ctx, a.id, err)
 	}
 	observe(call, out.ResultMetadata)
-	return wholeMessage(a.id, out.Body)
+	return wholeMessage(a.id, out.Body, string(out.ServiceTier))
 }
 
 // wholeMessage is the stream of a non-streaming answer: one Raw event with
 // the Anthropic message as Bedrock returned it (Whole | HasContent,
 // HasFinish with its stop_reason); an empty one (no content, no output
 // tokens) is provider.EmptyResponse, an error object an in-band error.
-func wholeMessage(id string, data []byte) (provider.Stream, error) {
+func wholeMessage(id string, data []byte, tier string) (provider.Stream, error) {
 	if !gjson.ValidBytes(data) {
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider returned malformed JSON", Provider: id}
 	}
@@ -129,6 +134,7 @@ func wholeMessage(id string, data []byte) (provider.Stream, error) {
 		return nil, provider.InBandError(id, mi.ErrorType)
 	}
 	u := messagesUsage(mi.Usage)
+	u.Tier = cmp.Or(tier, u.Tier) // Bedrock bills by its own tier, the header's
 	if !mi.Content && u.Output == 0 {
 		return nil, provider.EmptyResponse(id)
 	}
@@ -145,6 +151,7 @@ func wholeMessage(id string, data []byte) (provider.Stream, error) {
 func messagesUsage(u messageswire.Usage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
+		CacheWrite1h: u.CacheCreation.Ephemeral1hInputTokens, Tier: u.ServiceTier,
 		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
 }
 

@@ -2,6 +2,7 @@ package bedrock
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -58,6 +59,8 @@ type invokeStream struct {
 	started, gotDelta, finished, stopped bool
 	u                                    messageswire.Usage
 	chars                                int
+	// tier is the service tier the response header names.
+	tier string
 }
 
 // Next implements provider.Stream.
@@ -224,6 +227,7 @@ func (s *invokeStream) Usage() exchange.TokenUsage {
 		return exchange.TokenUsage{Input: exchange.EstimateTokens(s.reqBytes), Output: exchange.EstimateTokens(s.chars), Estimated: true}
 	}
 	u := messagesUsage(s.u)
+	u.Tier = cmp.Or(s.tier, u.Tier) // Bedrock bills by its own tier, the header's
 	if !s.gotDelta {
 		u.Output = max(u.Output, exchange.EstimateTokens(s.chars))
 		u.Estimated = true

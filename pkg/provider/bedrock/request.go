@@ -29,16 +29,38 @@ type request struct {
 	tools      *types.ToolConfiguration
 	output     *types.OutputConfig
 	additional document.Interface
+	// tier is the target's service tier (serviceTier.type), nil for none.
+	tier *types.ServiceTier
 }
 
 func (r *request) converseInput() *bedrockruntime.ConverseInput {
 	return &bedrockruntime.ConverseInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
-		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional}
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional,
+		ServiceTier: r.tier}
 }
 
 func (r *request) streamInput() *bedrockruntime.ConverseStreamInput {
 	return &bedrockruntime.ConverseStreamInput{ModelId: &r.modelID, System: r.system, Messages: r.messages,
-		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional}
+		InferenceConfig: r.inference, ToolConfig: r.tools, OutputConfig: r.output, AdditionalModelRequestFields: r.additional,
+		ServiceTier: r.tier}
+}
+
+// serviceTier is a target's service tier as Converse takes it
+// (serviceTier: {type}), nil when the target asks for none.
+func serviceTier(call *provider.Call) *types.ServiceTier {
+	if call.Step.ServiceTier == "" {
+		return nil
+	}
+	return &types.ServiceTier{Type: types.ServiceTierType(call.Step.ServiceTier)}
+}
+
+// servedTier is the tier a Bedrock response says served it ("" when it
+// does not say).
+func servedTier(t *types.ServiceTier) string {
+	if t == nil {
+		return ""
+	}
+	return string(t.Type)
 }
 
 // translator errors ---------------------------------------------------------
@@ -84,7 +106,7 @@ func (t *converter) translateRequest(p *exchange.Prompt, model string, maxTokens
 	if err := t.refuseSettings(p); err != nil {
 		return nil, err
 	}
-	r := &request{modelID: model}
+	r := &request{modelID: model, tier: serviceTier(t.call)}
 	sys, err := t.systemBlocks(p.System, "system")
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func completion(providerID, id, model string, created int64, out *bedrockruntime
 	}
 	var u exchange.TokenUsage
 	if out.Usage != nil {
-		u = tokenUsage(out.Usage)
+		u = tokenUsage(out.Usage, out.ServiceTier)
 	} else {
 		u = exchange.TokenUsage{Input: exchange.EstimateTokens(reqBytes), Output: exchange.EstimateTokens(chars), Estimated: true}
 	}

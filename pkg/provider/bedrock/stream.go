@@ -111,7 +111,7 @@ func (t *translator) event(ev types.ConverseStreamOutput) (exchange.Event, error
 	case *types.ConverseStreamOutputMemberMetadata:
 		t.meta = true
 		if u := e.Value.Usage; u != nil {
-			t.usage = tokenUsage(u)
+			t.usage = tokenUsage(u, e.Value.ServiceTier)
 		}
 		return exchange.Event{}, nil
 	}
@@ -188,9 +188,18 @@ func finishReason(r types.StopReason) (string, error) {
 // tokenUsage reads bedrock's usage. Bedrock's inputTokens excludes the
 // tokens read from or written to the prompt cache; the gateway's Input
 // counts every prompt token, so it is the sum of the three.
-func tokenUsage(u *types.TokenUsage) exchange.TokenUsage {
+// Writes with a 1-hour lifetime are counted from cacheDetails; tier is the
+// response's serviceTier.
+func tokenUsage(u *types.TokenUsage, tier *types.ServiceTier) exchange.TokenUsage {
 	r, w := int(deref32(u.CacheReadInputTokens)), int(deref32(u.CacheWriteInputTokens))
-	return exchange.TokenUsage{Input: int(deref32(u.InputTokens)) + r + w, Output: int(deref32(u.OutputTokens)), CacheRead: r, CacheWrite: w}
+	out := exchange.TokenUsage{Input: int(deref32(u.InputTokens)) + r + w, Output: int(deref32(u.OutputTokens)), CacheRead: r, CacheWrite: w,
+		Tier: servedTier(tier)}
+	for _, d := range u.CacheDetails {
+		if d.Ttl == types.CacheTTLOneHour {
+			out.CacheWrite1h += int(deref32(d.InputTokens))
+		}
+	}
+	return out
 }
 
 func deref(s *string) string {

@@ -21,7 +21,9 @@ var Descriptor = &provider.Descriptor{
 		APIs:       []string{string(exchange.Chat), string(exchange.Responses), string(exchange.Embeddings)},
 		AuthHeader: defaultKeyHeader,
 		Moderates:  true,
-		Validate:   config.BaseURLRequired,
+		// service_tier of Chat Completions and Responses.
+		ServiceTiers: []string{"auto", "default", "flex", "priority"},
+		Validate:     config.BaseURLRequired,
 	},
 	New: func(_ context.Context, id string, p *config.Provider, hc *http.Client) (provider.Provider, error) {
 		return New(id, p, hc)

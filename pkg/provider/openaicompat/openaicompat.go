@@ -121,6 +121,9 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+96), src,
 		chatwire.RewriteOptions{Model: call.Model(), IncludeUsage: stream, MaxTokens: call.OutputLimit(), MaxTokensField: a.maxTokensField,
 			Variant: variant})
+	if err == nil {
+		body, err = call.ServiceTierMember(body)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +151,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	case !ci.Content && ci.Usage.CompletionTokens == 0 && ci.FinishReason != "length" && ci.FinishReason != "content_filter":
 		return nil, provider.EmptyResponse(a.id)
 	}
-	u := usageOf(ci.Usage)
+	u := usageOf(ci)
 	if !ci.HasUsage {
 		u = exchange.TokenUsage{Input: exchange.EstimateTokens(len(body)), Output: exchange.EstimateTokens(ci.Chars), Estimated: true}
 	}
@@ -163,10 +166,12 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 }
 
 // usageOf maps OpenAI usage to the gateway's.
-func usageOf(ou chatwire.Usage) exchange.TokenUsage {
-	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens}
+func usageOf(ci chatwire.ChunkInfo) exchange.TokenUsage {
+	ou := ci.Usage
+	u := exchange.TokenUsage{Input: ou.PromptTokens, Output: ou.CompletionTokens, Tier: ci.ServiceTier}
 	if ou.PromptTokensDetails != nil {
 		u.CacheRead = ou.PromptTokensDetails.CachedTokens
+		u.CacheWrite = ou.PromptTokensDetails.CacheCreationTokens
 	}
 	return u
 }

@@ -50,6 +50,9 @@ func (a *Adapter) sendResponses(ctx context.Context, call *provider.Call) (provi
 	}
 	body, err := chatwire.Rewrite(make([]byte, 0, len(src)+64), src,
 		chatwire.RewriteOptions{Model: call.Model(), MaxTokens: call.OutputLimit(), MaxTokensField: "max_output_tokens"})
+	if err == nil {
+		body, err = call.ServiceTierMember(body)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +107,7 @@ func background(body []byte) bool {
 // responsesUsage maps Responses API usage to the gateway's.
 func responsesUsage(ru responseswire.ResponsesUsage) exchange.TokenUsage {
 	return exchange.TokenUsage{Input: ru.InputTokens, Output: ru.OutputTokens, CacheRead: ru.CachedTokens, Reasoning: ru.ReasoningTokens,
+		Tier:  ru.ServiceTier,
 		Tools: exchange.ToolCalls{WebSearch: ru.WebSearchCalls, FileSearch: ru.FileSearchCalls, CodeExecution: ru.CodeInterpreterCalls}}
 }
 

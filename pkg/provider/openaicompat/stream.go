@@ -81,7 +81,7 @@ func (s *sseStream) Next() (exchange.Event, error) {
 		}
 		if ci.HasUsage {
 			s.hasUsage = true
-			s.usage = usageOf(ci.Usage)
+			s.usage = usageOf(ci)
 		}
 		s.chars += ci.Chars
 		if ci.Finish {

@@ -42,6 +42,9 @@ type ChunkInfo struct {
 	Usage        Usage
 	Error        bool // a top-level error object: the upstream reports a failure in-band
 	ErrorType    string
+	// ServiceTier is the top-level service_tier of a chunk or body that
+	// carries usage (copied): the tier that served the request.
+	ServiceTier string
 }
 
 // bytesString views b as a string without copying. The string must not
@@ -222,14 +225,18 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 		ci.Usage.CompletionTokens = int(u.Get("completion_tokens").Int())
 		ci.Usage.TotalTokens = int(u.Get("total_tokens").Int())
 		if c := u.Get("prompt_tokens_details.cached_tokens"); c.Exists() {
-			ci.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: int(c.Int())}
+			ci.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: int(c.Int()),
+				CacheCreationTokens: int(u.Get("prompt_tokens_details.cache_creation_tokens").Int())}
+		}
+		if st := gjson.Get(s, "service_tier"); st.Type == gjson.String {
+			ci.ServiceTier = strings.Clone(st.Str)
 		}
 		if collect {
 			dst = append(dst, delta.Part{Kind: delta.Usage, Usage: delta.Tokens{
 				Input: ci.Usage.PromptTokens, Output: ci.Usage.CompletionTokens,
 				CacheRead:  int(u.Get("prompt_tokens_details.cached_tokens").Int()),
 				CacheWrite: int(u.Get("prompt_tokens_details.cache_creation_tokens").Int()),
-				Reasoning:  int(u.Get("completion_tokens_details.reasoning_tokens").Int())}})
+				Reasoning:  int(u.Get("completion_tokens_details.reasoning_tokens").Int()), Tier: ci.ServiceTier}})
 		}
 	}
 	return ci, dst

@@ -1,5 +1,11 @@
 package chatwire
 
+import (
+	"bytes"
+
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
+)
+
 // Byte-level access to the top-level members of any JSON object body, for
 // passthrough adapters of every API (Chat Completions here, Anthropic
 // Messages in pkg/provider/anthropic): read or replace a member's value
@@ -34,4 +40,32 @@ func EditMembers(dst, body []byte, edit func(key string, value []byte) (with []b
 		return nil, err
 	}
 	return append(out, body[pos:]...), nil
+}
+
+// SetMember returns body with the top-level member key set to value (raw
+// JSON): its value replaced where body has it, else the member added
+// last. Every other byte is kept. body must be a valid JSON object. A
+// passthrough adapter sets a target's service_tier with it.
+func SetMember(body []byte, key string, value []byte) ([]byte, error) {
+	seen := false
+	out, err := EditMembers(make([]byte, 0, len(body)+len(key)+len(value)+4), body, func(k string, _ []byte) ([]byte, bool) {
+		if k != key {
+			return nil, false
+		}
+		seen = true
+		return value, true
+	})
+	if err != nil || seen {
+		return out, err
+	}
+	end := bytes.LastIndexByte(out, '}')
+	sep := ","
+	if len(bytes.TrimSpace(out[bytes.IndexByte(out, '{')+1:end])) == 0 {
+		sep = "" // an empty object
+	}
+	res := make([]byte, 0, len(out)+len(key)+len(value)+4)
+	res = append(append(res, out[:end]...), sep...)
+	res = append(jsonb.AppendString(res, key), ':')
+	res = append(append(res, value...), out[end:]...)
+	return res, nil
 }

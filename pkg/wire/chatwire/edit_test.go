@@ -57,3 +57,16 @@ func TestToolChoiceRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestSetMemberReplacesOrAddsOneMember(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"model":"m", "service_tier" : "auto","x":1}`, `{"model":"m", "service_tier" : "priority","x":1}`},
+		{`{"model":"m",  "x":[1,{"service_tier":"a"}]}`, `{"model":"m",  "x":[1,{"service_tier":"a"}],"service_tier":"priority"}`},
+		{`{ }`, `{ "service_tier":"priority"}`},
+	} {
+		got, err := SetMember([]byte(c.in), "service_tier", []byte(`"priority"`))
+		if err != nil || string(got) != c.want {
+			t.Errorf("SetMember(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}

@@ -64,4 +64,8 @@ type Part struct {
 // token, cached or not.
 type Tokens struct {
 	Input, Output, CacheRead, CacheWrite, Reasoning int
+	// CacheWrite1h is the part of CacheWrite written with a 1-hour
+	// lifetime; Tier the service tier the upstream says served it.
+	CacheWrite1h int
+	Tier         string
 }

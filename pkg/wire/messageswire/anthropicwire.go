@@ -63,7 +63,9 @@ const (
 
 // Request is the body of POST /v1/messages.
 type Request struct {
-	Model         string         `json:"model"`
+	Model string `json:"model"`
+	// ServiceTier is the target's service tier (auto, standard_only).
+	ServiceTier   string         `json:"service_tier,omitempty"`
 	MaxTokens     int            `json:"max_tokens"`
 	System        []ContentBlock `json:"system,omitempty"` // text blocks only
 	Messages      []Message      `json:"messages"`
@@ -182,6 +184,17 @@ type Usage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
 	// ServerToolUse counts the server-side tool calls billed per use.
 	ServerToolUse ServerToolUse `json:"server_tool_use,omitzero"`
+	// CacheCreation splits CacheCreationInputTokens by cache lifetime.
+	CacheCreation CacheCreation `json:"cache_creation,omitzero"`
+	// ServiceTier is the tier that served the request (standard,
+	// priority, batch).
+	ServiceTier string `json:"service_tier,omitempty"`
+}
+
+// CacheCreation is a usage's cache_creation: the cache writes by lifetime.
+type CacheCreation struct {
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens,omitempty"`
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens,omitempty"`
 }
 
 // ServerToolUse is a usage's server_tool_use: the billed server-side tool

@@ -41,6 +41,7 @@ const (
 	HasCacheRead
 	HasCacheWrite
 	HasServerTools
+	HasCacheCreation
 )
 
 // EventInfo is what one stream event (or a whole response) says, for a
@@ -97,6 +98,12 @@ func (i *EventInfo) MergeUsage(u *Usage) bool {
 	}
 	if i.UsageHas&HasServerTools != 0 {
 		u.ServerToolUse = i.Usage.ServerToolUse
+	}
+	if i.UsageHas&HasCacheCreation != 0 {
+		u.CacheCreation = i.Usage.CacheCreation
+	}
+	if i.Usage.ServiceTier != "" {
+		u.ServiceTier = i.Usage.ServiceTier
 	}
 	if i.UsageHas&HasOutput != 0 {
 		u.OutputTokens = i.Usage.OutputTokens
@@ -171,6 +178,11 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 			ei.UsageHas |= HasServerTools
 			ei.Usage.ServerToolUse = serverToolUseOf(st)
 		}
+		if cc := u.Get("cache_creation"); cc.IsObject() {
+			ei.UsageHas |= HasCacheCreation
+			ei.Usage.CacheCreation = cacheCreationOf(cc)
+		}
+		ei.Usage.ServiceTier = u.Get("service_tier").Str
 		ei.StopReason = gjson.Get(s, "delta.stop_reason").Str
 		ei.StopSequence = gjson.Get(s, "delta.stop_sequence").Str
 		if collect && ei.StopReason != "" {
@@ -308,14 +320,22 @@ func ReadMessage(dst []delta.Part, body []byte) (EventInfo, []delta.Part) {
 // cached or not (Anthropic's input_tokens excludes them).
 func Tokens(u Usage) delta.Tokens {
 	return delta.Tokens{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, Output: u.OutputTokens,
-		CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+		CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens, CacheWrite1h: u.CacheCreation.Ephemeral1hInputTokens,
+		Tier: u.ServiceTier}
 }
 
 // usageOf reads a usage object.
 func usageOf(u gjson.Result) Usage {
 	return Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int()),
 		CacheCreationInputTokens: int(u.Get("cache_creation_input_tokens").Int()), CacheReadInputTokens: int(u.Get("cache_read_input_tokens").Int()),
-		ServerToolUse: serverToolUseOf(u.Get("server_tool_use"))}
+		ServerToolUse: serverToolUseOf(u.Get("server_tool_use")), CacheCreation: cacheCreationOf(u.Get("cache_creation")),
+		ServiceTier: u.Get("service_tier").Str}
+}
+
+// cacheCreationOf reads a usage's cache_creation object.
+func cacheCreationOf(cc gjson.Result) CacheCreation {
+	return CacheCreation{Ephemeral5mInputTokens: int(cc.Get("ephemeral_5m_input_tokens").Int()),
+		Ephemeral1hInputTokens: int(cc.Get("ephemeral_1h_input_tokens").Int())}
 }
 
 // serverToolUseOf reads a usage's server_tool_use object.

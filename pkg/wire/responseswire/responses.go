@@ -154,7 +154,7 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 		if typ == "response.incomplete" {
 			ri.FinishReason = incompleteReason(gjson.Get(s, "response.incomplete_details.reason").Str)
 		}
-		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		readResponsesUsage(gjson.Get(s, "response"), &ri)
 		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
 			ri.Usage.countCall(item)
 			return true
@@ -168,7 +168,7 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (ResponsesEve
 	case "response.failed":
 		ri.Failed = true
 		ri.ErrorCode = errorCode(gjson.Get(s, "response.error"))
-		readResponsesUsage(gjson.Get(s, "response.usage"), &ri)
+		readResponsesUsage(gjson.Get(s, "response"), &ri)
 		gjson.Get(s, "response.output").ForEach(func(_, item gjson.Result) bool {
 			ri.Usage.countCall(item)
 			return true
@@ -234,7 +234,7 @@ func readBody(dst []delta.Part, body []byte, collect bool) (ResponsesEventInfo, 
 	if collect {
 		dst = append(dst, delta.Part{Kind: delta.Start, ID: doc.Get("id").Str, Name: doc.Get("model").Str, Created: doc.Get("created_at").Int()})
 	}
-	readResponsesUsage(doc.Get("usage"), &ri)
+	readResponsesUsage(doc, &ri)
 	doc.Get("output").ForEach(func(k, item gjson.Result) bool {
 		ri.Content = true
 		ri.Chars += len(item.Raw)

@@ -1,6 +1,8 @@
 package responseswire
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/wire/delta"
@@ -15,11 +17,14 @@ type ResponsesUsage struct {
 	// The built-in tool calls of the output, billed per call: its
 	// web_search_call, file_search_call and code_interpreter_call items.
 	WebSearchCalls, FileSearchCalls, CodeInterpreterCalls int
+	// ServiceTier is the response's service_tier: the tier that served it.
+	ServiceTier string
 }
 
 // tokens is u in the API-neutral form.
 func (u ResponsesUsage) tokens() delta.Tokens {
-	return delta.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CachedTokens, Reasoning: u.ReasoningTokens}
+	return delta.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CachedTokens, Reasoning: u.ReasoningTokens,
+		Tier: u.ServiceTier}
 }
 
 // countCall counts item when it is a built-in tool call billed per call.
@@ -34,8 +39,10 @@ func (u *ResponsesUsage) countCall(item gjson.Result) {
 	}
 }
 
-// readResponsesUsage reads a usage object into ri.
-func readResponsesUsage(u gjson.Result, ri *ResponsesEventInfo) {
+// readResponsesUsage reads the usage object of response object resp (and
+// its service_tier) into ri.
+func readResponsesUsage(resp gjson.Result, ri *ResponsesEventInfo) {
+	u := resp.Get("usage")
 	if !u.IsObject() {
 		return
 	}
@@ -45,6 +52,7 @@ func readResponsesUsage(u gjson.Result, ri *ResponsesEventInfo) {
 		OutputTokens:    int(u.Get("output_tokens").Int()),
 		CachedTokens:    int(u.Get("input_tokens_details.cached_tokens").Int()),
 		ReasoningTokens: int(u.Get("output_tokens_details.reasoning_tokens").Int()),
+		ServiceTier:     strings.Clone(resp.Get("service_tier").Str),
 	}
 }
 
@@ -52,6 +60,6 @@ func readResponsesUsage(u gjson.Result, ri *ResponsesEventInfo) {
 // response in any status, a compaction), zero when it has none.
 func ReadUsage(body []byte) delta.Tokens {
 	var ri ResponsesEventInfo
-	readResponsesUsage(gjson.GetBytes(body, "usage"), &ri)
+	readResponsesUsage(gjson.ParseBytes(body), &ri)
 	return ri.Usage.tokens()
 }
