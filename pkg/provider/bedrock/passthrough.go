@@ -33,8 +33,9 @@ import (
 // path for them (provider.Passthrough). The model id is only in the URL
 // path, so the client's body goes upstream byte for byte, to
 // /model/{target model}/converse or /converse-stream; only the target's
-// prompt variant and the admitted output cap, when there are any, edit it
-// (bedrockwire.EditConverse: the system blocks, inferenceConfig).
+// prompt variant, the admitted output cap and the target's service tier,
+// when there are any, edit it (bedrockwire.EditConverse: the system
+// blocks, inferenceConfig, serviceTier).
 //
 // The call is the SDK client's own Converse or ConverseStream operation -
 // its endpoint, its credentials (SigV4 from the credential chain, or the
@@ -119,7 +120,7 @@ func (x *rawExchange) deserialize(ctx context.Context, in middleware.Deserialize
 
 // sendConverse serves a Converse request (see above).
 func (a *Adapter) sendConverse(ctx context.Context, call *provider.Call) (provider.Stream, error) {
-	body, err := bedrockwire.EditConverse(call.Req.Body, call.Variant(), call.OutputLimit())
+	body, err := bedrockwire.EditConverse(call.Req.Body, call.Variant(), call.OutputLimit(), call.Step.ServiceTier)
 	if err != nil {
 		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request body is not a JSON object", Provider: a.id, Cause: err}
 	}
@@ -172,7 +173,8 @@ func malformedOutput(id, stop string) *gwerr.Error {
 
 // converseUsage is Converse's usage in the gateway's terms.
 func converseUsage(u bedrockwire.Usage) exchange.TokenUsage {
-	return exchange.TokenUsage{Input: u.Input + u.CacheRead + u.CacheWrite, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+	return exchange.TokenUsage{Input: u.Input + u.CacheRead + u.CacheWrite, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		CacheWrite1h: u.CacheWrite1h, Tier: u.Tier}
 }
 
 // wholeConverse is the stream of a Converse answer relayed whole.

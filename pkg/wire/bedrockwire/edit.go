@@ -16,10 +16,16 @@ import (
 // last, a missing system member is added; Temperature and TopP replace or
 // add inferenceConfig's temperature and topP) and the output limit
 // (inferenceConfig.maxTokens lowered to limit, or added when the client
-// gave none). With no variant and no limit it returns body itself.
-func EditConverse(body []byte, v *chatwire.Variant, limit int) ([]byte, error) {
-	if v == nil && limit <= 0 {
+// gave none) and the target's service tier (serviceTier replaced by
+// {"type":tier}, or added; "" leaves the client's). With no variant, no
+// limit and no tier it returns body itself.
+func EditConverse(body []byte, v *chatwire.Variant, limit int, tier string) ([]byte, error) {
+	if v == nil && limit <= 0 && tier == "" {
 		return body, nil
+	}
+	var tierVal []byte
+	if tier != "" {
+		tierVal = append(jsonb.AppendString([]byte(`{"type":`), tier), '}')
 	}
 	if v == nil {
 		v = &chatwire.Variant{}
@@ -35,7 +41,7 @@ func EditConverse(body []byte, v *chatwire.Variant, limit int) ([]byte, error) {
 	if v.MaxTokensCap > 0 && (limit <= 0 || v.MaxTokensCap < limit) {
 		limit = v.MaxTokensCap
 	}
-	seenSystem, seenInference := false, false
+	seenSystem, seenInference, seenTier := false, false, false
 	out, err := chatwire.EditMembers(make([]byte, 0, len(body)+64), body, func(key string, val []byte) ([]byte, bool) {
 		switch key {
 		case "system":
@@ -47,6 +53,12 @@ func EditConverse(body []byte, v *chatwire.Variant, limit int) ([]byte, error) {
 		case "inferenceConfig":
 			seenInference = true
 			return editInference(bytes.TrimSpace(val), inference, limit)
+		case "serviceTier":
+			if tierVal == nil {
+				return nil, false
+			}
+			seenTier = true
+			return tierVal, true
 		}
 		return nil, false
 	})
@@ -60,6 +72,9 @@ func EditConverse(body []byte, v *chatwire.Variant, limit int) ([]byte, error) {
 	if !seenInference && (len(inference) > 0 || limit > 0) {
 		ic, _ := editInference([]byte("{}"), inference, limit)
 		add = append(append(add, `,"inferenceConfig":`...), ic...)
+	}
+	if tierVal != nil && !seenTier {
+		add = append(append(add, `,"serviceTier":`...), tierVal...)
 	}
 	if len(add) == 0 {
 		return out, nil

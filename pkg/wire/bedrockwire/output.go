@@ -34,6 +34,12 @@ var StopReasons = map[string]bool{StopEndTurn: true, StopToolUse: true, StopMaxT
 // is the sum of all four).
 type Usage struct {
 	Input, Output, CacheRead, CacheWrite int
+	// CacheWrite1h is the part of CacheWrite written with a 1-hour
+	// lifetime (cacheDetails entries with ttl "1h"), read only; Tier the
+	// service tier that served the request (serviceTier.type beside the
+	// usage), read only.
+	CacheWrite1h int
+	Tier         string
 }
 
 // AppendUsage appends a TokenUsage object.

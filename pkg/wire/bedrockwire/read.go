@@ -122,17 +122,25 @@ func Malformed(stop string) bool {
 	return stop == StopMalformedModelOutput || stop == StopMalformedToolUse
 }
 
-// readUsage reads a TokenUsage object.
-func readUsage(u gjson.Result) Usage {
-	return Usage{Input: int(u.Get("inputTokens").Int()), Output: int(u.Get("outputTokens").Int()),
-		CacheRead: int(u.Get("cacheReadInputTokens").Int()), CacheWrite: int(u.Get("cacheWriteInputTokens").Int())}
+// readUsage reads a TokenUsage object and the serviceTier beside it (in
+// the metadata event or the Converse body).
+func readUsage(u, tier gjson.Result) Usage {
+	out := Usage{Input: int(u.Get("inputTokens").Int()), Output: int(u.Get("outputTokens").Int()),
+		CacheRead: int(u.Get("cacheReadInputTokens").Int()), CacheWrite: int(u.Get("cacheWriteInputTokens").Int()),
+		Tier: tier.Get("type").String()}
+	for _, d := range u.Get("cacheDetails").Array() {
+		if d.Get("ttl").String() == "1h" {
+			out.CacheWrite1h += int(d.Get("inputTokens").Int())
+		}
+	}
+	return out
 }
 
 // usagePart is the canonical usage of a TokenUsage: Input counts every
 // prompt token (Bedrock's inputTokens excludes the cached ones).
 func usagePart(u Usage) delta.Part {
 	return delta.Part{Kind: delta.Usage, Usage: delta.Tokens{Input: u.Input + u.CacheRead + u.CacheWrite, Output: u.Output,
-		CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}}
+		CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CacheWrite1h: u.CacheWrite1h, Tier: u.Tier}}
 }
 
 // ReadEvent reads one ConverseStream event of type typ (its :event-type)
@@ -197,7 +205,7 @@ func ReadEvent(dst []delta.Part, typ string, payload []byte) (EventInfo, []delta
 		dst = append(dst, delta.Part{Kind: delta.Finish, Finish: FinishReason(ei.StopReason), Stop: ei.StopReason})
 	case EventMetadata:
 		if u := p.Get("usage"); u.Exists() {
-			ei.HasUsage, ei.Usage = true, readUsage(u)
+			ei.HasUsage, ei.Usage = true, readUsage(u, p.Get("serviceTier"))
 			dst = append(dst, usagePart(ei.Usage))
 		}
 	default:
@@ -259,7 +267,7 @@ func ReadResponse(dst []delta.Part, body []byte) (EventInfo, []delta.Part) {
 	ei.StopReason = p.Get("stopReason").String()
 	dst = append(dst, delta.Part{Kind: delta.Finish, Finish: FinishReason(ei.StopReason), Stop: ei.StopReason})
 	if u := p.Get("usage"); u.Exists() {
-		ei.HasUsage, ei.Usage = true, readUsage(u)
+		ei.HasUsage, ei.Usage = true, readUsage(u, p.Get("serviceTier"))
 		dst = append(dst, usagePart(ei.Usage))
 	}
 	return ei, dst
