@@ -167,9 +167,13 @@ var errorCases = []struct{ name, in, want string }{
 	{"price value", cfg + "prices:\n  x: {input: 1, output: 1, cached_input: -1}\n",
 		`config: prices.x.cached_input: -1 is not a price in USD per million tokens (0 to 1e6) (line 4, column 42)`},
 	{"tool price kind", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_serch: 0.01}}\n",
-		`config: prices.x.tool_calls.web_serch: "web_serch" is not a priced tool kind (one of web_search, web_fetch, code_execution, file_search) (line 4, column 52)`},
+		`config: prices.x.tool_calls.web_serch: "web_serch" is not a priced tool kind (one of web_search, web_fetch, code_execution, file_search, grounded_prompt) (line 4, column 52)`},
 	{"tool price value", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_search: -1}}\n",
 		`config: prices.x.tool_calls.web_search: -1 is not a price in USD per call (0 to 1000) (line 4, column 53)`},
+	{"tool hour kind", cfg + "prices:\n  x: {input: 1, output: 1, tool_hours: {web_search: 0.01}}\n",
+		`config: prices.x.tool_hours.web_search: "web_search" is not a tool kind priced per hour (one of code_execution) (line 4, column 53)`},
+	{"tool hour value", cfg + "prices:\n  x: {input: 1, output: 1, tool_hours: {code_execution: -1}}\n",
+		`config: prices.x.tool_hours.code_execution: -1 is not a price in USD per hour (0 to 1000) (line 4, column 57)`},
 }
 
 func TestErrorsNamePathValueLineAndColumn(t *testing.T) {

@@ -97,6 +97,37 @@ type Price struct {
 	// unpriced for a target of its chain is refused (400) unless
 	// server.allow_unpriced_tools is set.
 	ToolCalls map[string]float64 `json:"tool_calls,omitempty"`
+	// ToolHours prices the server-side tools billed by time, in USD per
+	// hour, by kind: code_execution (Anthropic's container time). Each
+	// container an answer ran in is charged at least MinContainerTime,
+	// at most the request's duration (see usage.ToolFees). A declared
+	// code_execution tool is priced when either ToolCalls or ToolHours
+	// prices it.
+	ToolHours map[string]float64 `json:"tool_hours,omitempty"`
+}
+
+// MinContainerTime is the least container time Anthropic bills for code
+// execution ("execution time has a minimum of 5 minutes").
+const MinContainerTime = 5 * time.Minute
+
+// HourKinds are the fee kinds priced per hour (Price.ToolHours keys).
+var HourKinds = []string{FeeCodeExecution}
+
+// Prices reports whether p prices fee kind k at all: per call, per hour
+// (code_execution) or, for a grounded prompt, per search query too
+// (Gemini 3 bills grounding per query, Gemini 2 per grounded prompt).
+func (p Price) Prices(k string) bool {
+	if _, ok := p.ToolCalls[k]; ok {
+		return true
+	}
+	if _, ok := p.ToolHours[k]; ok {
+		return true
+	}
+	if k == FeeGroundedPrompt {
+		_, ok := p.ToolCalls[FeeWebSearch]
+		return ok
+	}
+	return false
 }
 
 // The server-side tool kinds priced per call (Price.ToolCalls keys):
@@ -106,10 +137,15 @@ const (
 	FeeWebFetch      = "web_fetch"
 	FeeCodeExecution = "code_execution"
 	FeeFileSearch    = "file_search"
+	// FeeGroundedPrompt is an answer grounded with Google Search (Gemini's
+	// google_search tool), billed once per grounded answer by Gemini 2
+	// models; Gemini 3 models bill per search query, priced as
+	// FeeWebSearch.
+	FeeGroundedPrompt = "grounded_prompt"
 )
 
 // FeeKinds are the fee kinds, in a fixed order.
-var FeeKinds = []string{FeeWebSearch, FeeWebFetch, FeeCodeExecution, FeeFileSearch}
+var FeeKinds = []string{FeeWebSearch, FeeWebFetch, FeeCodeExecution, FeeFileSearch, FeeGroundedPrompt}
 
 // CachedInputPrice is CachedInput, or Input when unset.
 func (p Price) CachedInputPrice() float64 {
@@ -319,6 +355,14 @@ func (c *Config) prepareTeams() error {
 			}
 			if v := p.ToolCalls[k]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e3 {
 				return errAt(at.Key("tool_calls").Key(k), "%g is not a price in USD per call (0 to 1000)", v)
+			}
+		}
+		for _, k := range sortedKeys(p.ToolHours) {
+			if !slices.Contains(HourKinds, k) {
+				return errAt(at.Key("tool_hours").Key(k), "%s is not a tool kind priced per hour (one of %s)", show(k), strings.Join(HourKinds, ", "))
+			}
+			if v := p.ToolHours[k]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e3 {
+				return errAt(at.Key("tool_hours").Key(k), "%g is not a price in USD per hour (0 to 1000)", v)
 			}
 		}
 	}
