@@ -70,11 +70,35 @@ type Limits struct {
 	// MaxOutputTokens caps the output tokens one request may ask for
 	// (max_completion_tokens, else max_tokens).
 	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
-	// MaxConcurrentRequests caps the team's requests in flight on one
-	// gateway instance, open streams included (a team limit; ignored on a
-	// tag). Over it a request is refused with 429 until one ends.
+	// MaxConcurrentRequests caps the team's requests in flight, open
+	// streams included, on one gateway instance or, with ConcurrencyScope
+	// fleet, across every instance (a team limit; ignored on a tag). Over
+	// it a request is refused with 429 until one ends.
 	MaxConcurrentRequests int64 `json:"max_concurrent_requests,omitempty"`
+	// ConcurrencyScope is where MaxConcurrentRequests counts: "instance"
+	// (the default: each gateway instance, no store call) or "fleet"
+	// (every instance sharing the store: one slot item per request in
+	// flight, taken with a conditional write and freed at settlement or
+	// when its lease, server.request_timeout plus ConcurrencyLeaseMargin,
+	// runs out). A team limit; ignored on a tag.
+	ConcurrencyScope string `json:"concurrency_scope,omitempty"`
 }
+
+// Concurrency scopes (Limits.ConcurrencyScope).
+const (
+	ConcurrencyInstance = "instance"
+	ConcurrencyFleet    = "fleet"
+)
+
+// MaxFleetConcurrency bounds max_concurrent_requests in the fleet scope:
+// admission reads the team's slot partition (one item per request in
+// flight) on every request.
+const MaxFleetConcurrency = 1000
+
+// ConcurrencyLeaseMargin is added to server.request_timeout for a fleet
+// concurrency slot's lease: a request never holds its slot longer than
+// its deadline and its settlement.
+const ConcurrencyLeaseMargin = 30 * time.Second
 
 // IsZero reports whether no limit is set.
 func (l Limits) IsZero() bool { return l == Limits{} }
@@ -400,6 +424,16 @@ func (l Limits) validate(at Path) error {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v > 1e12 {
 			return errAt(at.Key(f.name), "%g must be between 0 (unlimited) and 1e12", f.v)
 		}
+	}
+	switch l.ConcurrencyScope {
+	case "", ConcurrencyInstance:
+	case ConcurrencyFleet:
+		if l.MaxConcurrentRequests <= 0 || l.MaxConcurrentRequests > MaxFleetConcurrency {
+			return errAt(at.Key("max_concurrent_requests"), "concurrency_scope fleet needs max_concurrent_requests between 1 and %d, not %d",
+				MaxFleetConcurrency, l.MaxConcurrentRequests)
+		}
+	default:
+		return errAt(at.Key("concurrency_scope"), "%s is not a concurrency scope (instance or fleet)", show(l.ConcurrencyScope))
 	}
 	return nil
 }
