@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
+	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/store"
+	"github.com/llmgw/llmgw/pkg/store/dynamo"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
 	"github.com/llmgw/llmgw/pkg/teams"
 	"github.com/llmgw/llmgw/pkg/usage/usagetest"
 )
@@ -148,4 +151,58 @@ func TestFleetConcurrencyHoldsAcrossInstances(t *testing.T) {
 		}
 		a.inflight.Wait()
 	}}})
+}
+
+// TestFleetConcurrencyStoreCalls measures the fleet scope's cost at the
+// DynamoDB API (dynalite): an admitted and settled request makes one
+// Query and two writes (the conditional put and the delete), a refused
+// one the Query alone; a team without the fleet scope makes none.
+func TestFleetConcurrencyStoreCalls(t *testing.T) {
+	endpoint := storetest.StartDynalite(t)
+	clk := usagetest.NewClock(tLimits)
+	api := storetest.NewFaultyAPI(storetest.DynaliteClient(endpoint))
+	s := storetest.NewDynamoStoreWithAPI(t, api, dynamo.WithClock(clk.Now))
+	for _, c := range []struct {
+		limits                string
+		reads, writes, refuse int64
+	}{
+		{fleetLimits, 1, 2, 1},
+		{"limits: {max_concurrent_requests: 2}", 0, 0, 0},
+	} {
+		cfg := limitsConfig(t, c.limits)
+		lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
+		lim.Now = clk.Now
+		r0, w0 := api.Reads(), func() int64 { n, _ := api.Writes(); return n }()
+		const n = 10
+		for range n {
+			settle, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400))
+			if err != nil {
+				t.Fatal(err)
+			}
+			settle(ctxT(t), &exchange.Record{Team: "search"})
+		}
+		w1, _ := api.Writes()
+		if r, w := api.Reads()-r0, w1-w0; r != c.reads*n || w != c.writes*n {
+			t.Errorf("%s: %d reads and %d writes for %d requests, want %d and %d each", c.limits, r, w, n, c.reads, c.writes)
+		}
+		var settles []exchange.Settle
+		for range 2 {
+			settle, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400))
+			if err != nil {
+				t.Fatal(err)
+			}
+			settles = append(settles, settle)
+		}
+		r1, w2 := api.Reads(), func() int64 { n, _ := api.Writes(); return n }()
+		if _, err := lim.Admit(ctxT(t), admission(t, cfg, "search", "", body400)); err == nil {
+			t.Fatalf("%s: a third request in flight was admitted", c.limits)
+		}
+		w3, _ := api.Writes()
+		if r, w := api.Reads()-r1, w3-w2; r != c.refuse || w != 0 {
+			t.Errorf("%s: a refusal made %d reads and %d writes, want %d and 0", c.limits, r, w, c.refuse)
+		}
+		for _, settle := range settles {
+			settle(ctxT(t), &exchange.Record{Team: "search"})
+		}
+	}
 }
