@@ -44,8 +44,8 @@ func (f *fixture) roleActions(role, prefix string) []string {
 // The table grants are the store's calls on Lambda (pkg/store/dynamo:
 // GetItem, conditional PutItem and UpdateItem, Query), for both functions:
 // no batch writes, Scan or table management. DeleteItem is the gateway's
-// only, on the Responses API's owner records alone (their partition keys,
-// dynamodb:LeadingKeys).
+// only, on the Responses API's owner records and the fleet-wide
+// concurrency slots alone (their partition keys, dynamodb:LeadingKeys).
 func TestIAMTableActionsAreWhatTheStoreCalls(t *testing.T) {
 	items := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	for _, name := range []string{"default", "prod"} {
@@ -61,8 +61,8 @@ func TestIAMTableActionsAreWhatTheStoreCalls(t *testing.T) {
 			if !strings.Contains(s.roles, "GatewayRole") || !strings.Contains(flatten(s.body["Action"]), "dynamodb:DeleteItem") {
 				continue
 			}
-			if s.body["Sid"] != "DeleteResponseOwners" || flatten(s.body["Action"]) != "dynamodb:DeleteItem" ||
-				flatten(s.body["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["response#*"]}}` {
+			if s.body["Sid"] != "DeleteResponseOwnersAndSlots" || flatten(s.body["Action"]) != "dynamodb:DeleteItem" ||
+				flatten(s.body["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["response#*","conc#*"]}}` {
 				t.Errorf("%s: DeleteItem granted beyond the response owners: %s", name, flatten(s.body))
 			}
 		}

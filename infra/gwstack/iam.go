@@ -16,9 +16,10 @@ import (
 // UpdateItem, Query) on keys, budgets, usage records and breaker state. No
 // batch writes, no Scan, no table management: no code path on Lambda
 // calls them (DescribeTable and CreateTable are local mode's
-// EnsureTable). DeleteItem has one caller, the Responses API's owner
-// records (responsestate.Owners.Delete), and is granted on their
-// partitions only (grantResponseOwnerDeletes). A new call needs its
+// EnsureTable). DeleteItem has two callers, the Responses API's owner
+// records (responsestate.Owners.Delete) and the fleet-wide concurrency
+// slots (pkg/teams, freed at settlement), and is granted on their
+// partitions only (grantDeletes). A new call needs its
 // action here, and TestIAMTableActionsAreWhatTheStoreCalls updated.
 var gatewayTableActions = []string{
 	"dynamodb:GetItem",
@@ -62,12 +63,17 @@ func (g *Gateway) grantTable(role awsiam.IRole, actions []string) {
 // records (store.ResponseOwnerKey): "response#<response id>".
 var responseOwnerPK = strings.TrimSuffix(store.ResponseOwnerKey("x").PK, "x") + "*"
 
-// grantResponseOwnerDeletes allows DeleteItem on the table's response-owner
-// items only (dynamodb:LeadingKeys): DELETE /v1/responses/{id} removes its
-// owner record; nothing else is ever deleted.
-func (g *Gateway) grantResponseOwnerDeletes(role awsiam.IRole) {
-	g.addStatement(role, "DeleteResponseOwners", []string{"dynamodb:DeleteItem"}, []*string{g.Table.TableArn()},
-		map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": []interface{}{responseOwnerPK}}})
+// concurrencyPK matches the partition keys of the fleet-wide concurrency
+// slots (store.ConcurrencyKey): "conc#<team>".
+var concurrencyPK = strings.TrimSuffix(store.ConcurrencyPK("x"), "x") + "*"
+
+// grantDeletes allows DeleteItem on the table's response-owner items and
+// concurrency slots only (dynamodb:LeadingKeys): DELETE /v1/responses/{id}
+// removes its owner record, a settled request its concurrency slot;
+// nothing else is ever deleted.
+func (g *Gateway) grantDeletes(role awsiam.IRole) {
+	g.addStatement(role, "DeleteResponseOwnersAndSlots", []string{"dynamodb:DeleteItem"}, []*string{g.Table.TableArn()},
+		map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": []interface{}{responseOwnerPK, concurrencyPK}}})
 }
 
 // paramARN returns the ARN of the SSM parameter (or path) name, which must

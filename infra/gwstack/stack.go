@@ -297,7 +297,7 @@ func (g *Gateway) addGateway() {
 	g.URL = g.Alias.AddFunctionUrl(opts)
 
 	g.grantTable(role, gatewayTableActions)
-	g.grantResponseOwnerDeletes(role)
+	g.grantDeletes(role)
 	g.grantConfigRead(role)
 	g.grantProviderKeys(role)
 	g.grantBedrock(role)

@@ -158,6 +158,10 @@ var errorCases = []struct{ name, in, want string }{
 	{"team route", cfg + "teams:\n  t: {routes: [m, mm]}\n", `config: teams.t.routes[1]: unknown route "mm", did you mean "m"? (line 4, column 19)`},
 	{"team limit", cfg + "teams:\n  t: {limits: {requests_per_minute: -5}}\n",
 		`config: teams.t.limits.requests_per_minute: -5 must be between 0 (unlimited) and 1e12 (line 4, column 37)`},
+	{"concurrency scope", cfg + "teams:\n  t: {limits: {max_concurrent_requests: 2, concurrency_scope: global}}\n",
+		`config: teams.t.limits.concurrency_scope: "global" is not a concurrency scope (instance or fleet) (line 4, column 63)`},
+	{"fleet without a limit", cfg + "teams:\n  t: {limits: {concurrency_scope: fleet}}\n",
+		`config: teams.t.limits.max_concurrent_requests: concurrency_scope fleet needs max_concurrent_requests between 1 and 1000, not 0 (line 4, column 15)`},
 	{"tag name", cfg + "teams:\n  t: {tags: {\"a b\": {}}}\n", `config: teams.t.tags.a b: tag "a b" must be 1-64 letters, digits, - _ . : or / (line 4, column 21)`},
 	{"tag limit", cfg + "teams:\n  t: {tags: {checkout: {cost_per_day_usd: -1}}}\n",
 		`config: teams.t.tags.checkout.cost_per_day_usd: -1 must be between 0 (unlimited) and 1e12 (line 4, column 43)`},
@@ -167,9 +171,13 @@ var errorCases = []struct{ name, in, want string }{
 	{"price value", cfg + "prices:\n  x: {input: 1, output: 1, cached_input: -1}\n",
 		`config: prices.x.cached_input: -1 is not a price in USD per million tokens (0 to 1e6) (line 4, column 42)`},
 	{"tool price kind", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_serch: 0.01}}\n",
-		`config: prices.x.tool_calls.web_serch: "web_serch" is not a priced tool kind (one of web_search, web_fetch, code_execution, file_search) (line 4, column 52)`},
+		`config: prices.x.tool_calls.web_serch: "web_serch" is not a priced tool kind (one of web_search, web_fetch, code_execution, file_search, grounded_prompt) (line 4, column 52)`},
 	{"tool price value", cfg + "prices:\n  x: {input: 1, output: 1, tool_calls: {web_search: -1}}\n",
 		`config: prices.x.tool_calls.web_search: -1 is not a price in USD per call (0 to 1000) (line 4, column 53)`},
+	{"tool hour kind", cfg + "prices:\n  x: {input: 1, output: 1, tool_hours: {web_search: 0.01}}\n",
+		`config: prices.x.tool_hours.web_search: "web_search" is not a tool kind priced per hour (one of code_execution) (line 4, column 53)`},
+	{"tool hour value", cfg + "prices:\n  x: {input: 1, output: 1, tool_hours: {code_execution: -1}}\n",
+		`config: prices.x.tool_hours.code_execution: -1 is not a price in USD per hour (0 to 1000) (line 4, column 57)`},
 }
 
 func TestErrorsNamePathValueLineAndColumn(t *testing.T) {

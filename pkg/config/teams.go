@@ -70,11 +70,35 @@ type Limits struct {
 	// MaxOutputTokens caps the output tokens one request may ask for
 	// (max_completion_tokens, else max_tokens).
 	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
-	// MaxConcurrentRequests caps the team's requests in flight on one
-	// gateway instance, open streams included (a team limit; ignored on a
-	// tag). Over it a request is refused with 429 until one ends.
+	// MaxConcurrentRequests caps the team's requests in flight, open
+	// streams included, on one gateway instance or, with ConcurrencyScope
+	// fleet, across every instance (a team limit; ignored on a tag). Over
+	// it a request is refused with 429 until one ends.
 	MaxConcurrentRequests int64 `json:"max_concurrent_requests,omitempty"`
+	// ConcurrencyScope is where MaxConcurrentRequests counts: "instance"
+	// (the default: each gateway instance, no store call) or "fleet"
+	// (every instance sharing the store: one slot item per request in
+	// flight, taken with a conditional write and freed at settlement or
+	// when its lease, server.request_timeout plus ConcurrencyLeaseMargin,
+	// runs out). A team limit; ignored on a tag.
+	ConcurrencyScope string `json:"concurrency_scope,omitempty"`
 }
+
+// Concurrency scopes (Limits.ConcurrencyScope).
+const (
+	ConcurrencyInstance = "instance"
+	ConcurrencyFleet    = "fleet"
+)
+
+// MaxFleetConcurrency bounds max_concurrent_requests in the fleet scope:
+// admission reads the team's slot partition (one item per request in
+// flight) on every request.
+const MaxFleetConcurrency = 1000
+
+// ConcurrencyLeaseMargin is added to server.request_timeout for a fleet
+// concurrency slot's lease: a request never holds its slot longer than
+// its deadline and its settlement.
+const ConcurrencyLeaseMargin = 30 * time.Second
 
 // IsZero reports whether no limit is set.
 func (l Limits) IsZero() bool { return l == Limits{} }
@@ -108,6 +132,37 @@ type Price struct {
 	// unpriced for a target of its chain is refused (400) unless
 	// server.allow_unpriced_tools is set.
 	ToolCalls map[string]float64 `json:"tool_calls,omitempty"`
+	// ToolHours prices the server-side tools billed by time, in USD per
+	// hour, by kind: code_execution (Anthropic's container time). Each
+	// container an answer ran in is charged at least MinContainerTime,
+	// at most the request's duration (see usage.ToolFees). A declared
+	// code_execution tool is priced when either ToolCalls or ToolHours
+	// prices it.
+	ToolHours map[string]float64 `json:"tool_hours,omitempty"`
+}
+
+// MinContainerTime is the least container time Anthropic bills for code
+// execution ("execution time has a minimum of 5 minutes").
+const MinContainerTime = 5 * time.Minute
+
+// HourKinds are the fee kinds priced per hour (Price.ToolHours keys).
+var HourKinds = []string{FeeCodeExecution}
+
+// Prices reports whether p prices fee kind k at all: per call, per hour
+// (code_execution) or, for a grounded prompt, per search query too
+// (Gemini 3 bills grounding per query, Gemini 2 per grounded prompt).
+func (p Price) Prices(k string) bool {
+	if _, ok := p.ToolCalls[k]; ok {
+		return true
+	}
+	if _, ok := p.ToolHours[k]; ok {
+		return true
+	}
+	if k == FeeGroundedPrompt {
+		_, ok := p.ToolCalls[FeeWebSearch]
+		return ok
+	}
+	return false
 }
 
 // The server-side tool kinds priced per call (Price.ToolCalls keys):
@@ -117,10 +172,15 @@ const (
 	FeeWebFetch      = "web_fetch"
 	FeeCodeExecution = "code_execution"
 	FeeFileSearch    = "file_search"
+	// FeeGroundedPrompt is an answer grounded with Google Search (Gemini's
+	// google_search tool), billed once per grounded answer by Gemini 2
+	// models; Gemini 3 models bill per search query, priced as
+	// FeeWebSearch.
+	FeeGroundedPrompt = "grounded_prompt"
 )
 
 // FeeKinds are the fee kinds, in a fixed order.
-var FeeKinds = []string{FeeWebSearch, FeeWebFetch, FeeCodeExecution, FeeFileSearch}
+var FeeKinds = []string{FeeWebSearch, FeeWebFetch, FeeCodeExecution, FeeFileSearch, FeeGroundedPrompt}
 
 // CachedInputPrice is CachedInput, or Input when unset.
 func (p Price) CachedInputPrice() float64 {
@@ -361,6 +421,14 @@ func (c *Config) prepareTeams() error {
 				return errAt(at.Key("tool_calls").Key(k), "%g is not a price in USD per call (0 to 1000)", v)
 			}
 		}
+		for _, k := range sortedKeys(p.ToolHours) {
+			if !slices.Contains(HourKinds, k) {
+				return errAt(at.Key("tool_hours").Key(k), "%s is not a tool kind priced per hour (one of %s)", show(k), strings.Join(HourKinds, ", "))
+			}
+			if v := p.ToolHours[k]; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e3 {
+				return errAt(at.Key("tool_hours").Key(k), "%g is not a price in USD per hour (0 to 1000)", v)
+			}
+		}
 	}
 	return nil
 }
@@ -408,6 +476,16 @@ func (l Limits) validate(at Path) error {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v > 1e12 {
 			return errAt(at.Key(f.name), "%g must be between 0 (unlimited) and 1e12", f.v)
 		}
+	}
+	switch l.ConcurrencyScope {
+	case "", ConcurrencyInstance:
+	case ConcurrencyFleet:
+		if l.MaxConcurrentRequests <= 0 || l.MaxConcurrentRequests > MaxFleetConcurrency {
+			return errAt(at.Key("max_concurrent_requests"), "concurrency_scope fleet needs max_concurrent_requests between 1 and %d, not %d",
+				MaxFleetConcurrency, l.MaxConcurrentRequests)
+		}
+	default:
+		return errAt(at.Key("concurrency_scope"), "%s is not a concurrency scope (instance or fleet)", show(l.ConcurrencyScope))
 	}
 	return nil
 }

@@ -31,6 +31,10 @@ type Attempt struct {
 	// record's own totals, and priced into the request's cost.
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`
+	// ToolCalls is the server-side tool use (searches, containers, ...)
+	// of a generation attempt discarded inside the head buffer, priced
+	// into the request's cost like its tokens.
+	ToolCalls ToolCalls `json:"tool_calls,omitzero"`
 	// Decision is a moderation layer's outcome on its call: allow, block,
 	// error_allowed (fail_open) or error_blocked (fail_closed); Reason is
 	// why (the category violated, or the error), never the text.

@@ -62,7 +62,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 				// Discarded inside the head buffer: the client saw none of
 				// it, but the upstream billed what it streamed.
 				u := stream.Usage()
-				rec.InputTokens, rec.OutputTokens = u.Input, u.Output
+				rec.InputTokens, rec.OutputTokens, rec.ToolCalls = u.Input, u.Output, u.Tools
 			}
 			stream.Close()
 		}

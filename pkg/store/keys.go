@@ -19,6 +19,7 @@ package store
 //	shared entry     cache#shared#<hash>               entry
 //	response owner   response#<response id>            owner
 //	cache locality   locality#<conversation hash>      place
+//	concurrency slot conc#<team>                       slot#<n>
 //
 // Conventions:
 //   - Components are joined with [Sep] ("#"). Caller-supplied components are
@@ -32,6 +33,7 @@ package store
 //     partition may hold more than one kind of item.
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -51,6 +53,7 @@ const (
 	cachePrefix    = "cache"
 	respPrefix     = "response"
 	localityPrefix = "locality"
+	concPrefix     = "conc"
 )
 
 // sortableLayout is RFC 3339 with a fixed nine-digit fraction: unlike
@@ -278,4 +281,28 @@ func ResponseOwnerKey(responseID string) Key {
 // cache_locality.ttl.
 func LocalityKey(hash string) Key {
 	return Key{PK: join(lit(localityPrefix), val(hash)), SK: "place"}
+}
+
+// ConcurrencyPK is the partition of one team's fleet-wide concurrency
+// slots (limits.concurrency_scope: fleet).
+func ConcurrencyPK(team string) string { return join(lit(concPrefix), val(team)) }
+
+// ConcurrencyKey is slot n (0 to limits.max_concurrent_requests - 1) of a
+// team's fleet-wide concurrency limit: the item exists while a request
+// holds the slot, and expires with its lease (a crashed holder's slot
+// frees itself). At most one item per slot number, so at most the limit
+// in flight across every instance.
+func ConcurrencyKey(team string, n int) Key {
+	return Key{PK: ConcurrencyPK(team), SK: join(lit("slot"), lit(strconv.Itoa(n)))}
+}
+
+// ConcurrencySlot is the slot number of a ConcurrencyKey's SK; ok is
+// false for any other SK.
+func ConcurrencySlot(sk string) (n int, ok bool) {
+	d, found := strings.CutPrefix(sk, "slot"+Sep)
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(d)
+	return n, err == nil && n >= 0
 }

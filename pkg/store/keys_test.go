@@ -41,6 +41,7 @@ func keyShapeCases() []struct {
 		{"shared cache entry", SharedCacheKey("9f86d0"), Key{"cache#shared#9f86d0", "entry"}},
 		{"response owner", ResponseOwnerKey("resp_67cc#1"), Key{"response#resp_67cc%231", "owner"}},
 		{"cache locality", LocalityKey("9f86d0#x"), Key{"locality#9f86d0%23x", "place"}},
+		{"concurrency slot", ConcurrencyKey("team#a", 7), Key{"conc#team%23a", "slot#7"}},
 		{"escaped", LedgerKey("a#b", "c%d", "m#%"), Key{"ledger#a%23b#c%25d", "model#m%23%25"}},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
-	"github.com/llmgw/llmgw/pkg/gwerr"
 )
 
 // enter counts one more request of team in flight on this instance and
@@ -22,9 +21,7 @@ func (l *Limiter) enter(team string, limit int64) (func(), error) {
 	n := v.(*atomic.Int64)
 	if n.Add(1) > limit {
 		n.Add(-1)
-		return nil, gwerr.New(gwerr.RateLimited,
-			"this team has %d requests in flight, its limit (limits.max_concurrent_requests); retry when one ends", limit).
-			WithCode("concurrency_limit_exceeded")
+		return nil, concurrencyRefusal(limit, "")
 	}
 	var once sync.Once
 	return func() { once.Do(func() { n.Add(-1) }) }, nil

@@ -36,8 +36,9 @@ type Estimate struct {
 	// max_tokens of the chain's targets (default 4096); times n.
 	OutputTokens int64
 	// CostUSD is InputTokens at the input price plus OutputTokens at the
-	// output price plus ToolUses at the per-call prices of the most
-	// expensive target of the chain.
+	// output price plus ToolUses at the per-call (and per-hour, for the
+	// request's whole deadline) prices of the most expensive target of
+	// the chain.
 	CostUSD float64
 	// ToolUses bounds the calls of each declared server-side tool that
 	// bills per call: its max_uses, else DefaultToolUses.
@@ -135,14 +136,17 @@ func estimate(cfg *config.Config, a *exchange.Request, ceiling int64) Estimate {
 	for _, s := range a.Steps {
 		if p, ok := cfg.PriceFor(s.Provider, s.Model); ok {
 			// At the target's tier (a tier's price carries no tool fees).
-			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p.AtTier(s.ServiceTier), e.InputTokens, e.OutputTokens)+usage.ToolFees(p, e.ToolUses))
+			e.CostUSD = max(e.CostUSD, usage.EstimateCost(p.AtTier(s.ServiceTier), e.InputTokens, e.OutputTokens)+usage.ToolFees(p, e.ToolUses, cfg.Server.RequestTimeout.D()))
 		}
 	}
 	return e
 }
 
 // toolUses bounds the calls of p's declared per-call-billed tools: each
-// tool's max_uses (Anthropic's field), else DefaultToolUses.
+// tool's max_uses (Anthropic's field), else DefaultToolUses; a code
+// execution tool adds one container (charged for the request's whole
+// deadline at most, usage.ToolFees), Google Search grounding one grounded
+// prompt and its search queries (as web searches).
 func toolUses(p *exchange.Prompt) exchange.ToolCalls {
 	var c exchange.ToolCalls
 	if p == nil {
@@ -161,7 +165,14 @@ func toolUses(p *exchange.Prompt) exchange.ToolCalls {
 		if m := gjson.GetBytes(t.Raw, "max_uses"); m.Type == gjson.Number && m.Int() > 0 {
 			n = int(min(m.Int(), 1000))
 		}
-		c = c.Add(exchange.ToolCallsOf(k, n))
+		switch k {
+		case config.FeeCodeExecution:
+			c = c.Add(exchange.ToolCalls{CodeExecution: n, Containers: 1})
+		case config.FeeGroundedPrompt:
+			c = c.Add(exchange.ToolCalls{GroundedPrompts: 1, WebSearch: n})
+		default:
+			c = c.Add(exchange.ToolCallsOf(k, n))
+		}
 	}
 	return c
 }

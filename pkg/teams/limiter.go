@@ -106,7 +106,13 @@ func (l *Limiter) Admit(ctx context.Context, a *exchange.Request) (exchange.Sett
 	if team == nil {
 		return nil, nil
 	}
-	release, err := l.enter(a.Caller.Team, team.Limits.MaxConcurrentRequests)
+	var release func()
+	var err error
+	if team.Limits.ConcurrencyScope == config.ConcurrencyFleet && team.Limits.MaxConcurrentRequests > 0 {
+		release, err = l.enterFleet(ctx, cfg, a.Caller.Team, team.Limits.MaxConcurrentRequests)
+	} else {
+		release, err = l.enter(a.Caller.Team, team.Limits.MaxConcurrentRequests)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -48,3 +48,42 @@ func TestEstimateReservesServerToolFees(t *testing.T) {
 		t.Errorf("DefaultToolUses %d: the docs and this test say 10", teams.DefaultToolUses)
 	}
 }
+
+// TestEstimateReservesContainerTimeAndGrounding: a declared code-execution
+// tool priced per hour reserves one container for the request's whole
+// deadline (server.request_timeout, its longest possible charge); a
+// declared google_search reserves one grounded prompt and DefaultToolUses
+// search queries.
+func TestEstimateReservesContainerTimeAndGrounding(t *testing.T) {
+	for _, c := range []struct {
+		name, price, typ string
+		fees             float64 // nano-USD
+	}{
+		// 20 minutes at $0.6/hour = $0.20.
+		{"container", `tool_hours: {code_execution: 0.6}`, "code_execution_20250825", 200_000_000},
+		// 1 grounded prompt at $0.035 + 10 queries at $0.014.
+		{"grounding", `tool_calls: {grounded_prompt: 0.035, web_search: 0.014}`, "google_search", 175_000_000},
+	} {
+		clk := usagetest.NewClock(tLimits)
+		s := openEmbedded(t, clk.Now)
+		y := strings.Replace(limitsYAMLWith("limits: {cost_per_day_usd: 100}"), `"up/up-model": {input: 1, output: 2}`,
+			`"up/up-model": {input: 1, output: 2, `+c.price+`}`, 1)
+		cfg, err := config.Parse([]byte("server: {request_timeout: 20m}\n" + y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := teams.NewLimiter(s, func() *config.Config { return cfg }, nil)
+		lim.Now = clk.Now
+		a := admission(t, cfg, "search", "", body400)
+		a.Prompt.Tools = append(a.Prompt.Tools, exchange.Tool{Kind: exchange.ToolBuiltin, Type: c.typ, Raw: json.RawMessage(`{"type":"` + c.typ + `"}`)})
+		if _, err := lim.Admit(ctxT(t), a); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, lim)
+		day := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+		got := counterValue(t, s, store.BudgetKey("search", "", "day", day), "cost_nano_usd")
+		if fees := got - reserve400; fees < c.fees || fees > c.fees+100_000 {
+			t.Errorf("%s: reserved %v nano-USD, want %d plus %.0f of tool fees", c.name, got, reserve400, c.fees)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -20,7 +21,9 @@ const perMillion = 1e6
 // prices (Attempt.CostUSD: guardrail text
 // units). A record without a serving target (a cache hit, a refusal)
 // costs only its stage calls; an unpriced target costs 0. The serving
-// target's server-side tool calls (Record.ToolCalls) cost ToolFees.
+// target's server-side tool use (Record.ToolCalls) costs ToolFees over the
+// request's duration (LatencyMillis), a discarded attempt's
+// (Attempt.ToolCalls) over its own.
 //
 // The serving target is priced at the record's service tier
 // (Record.ServiceTier, else the tier its target id asks for; Price.AtTier),
@@ -43,19 +46,20 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 			b := TokenCost(p, Tokens{Input: rec.InputTokens, Output: rec.OutputTokens, CacheRead: rec.CachedTokens,
 				CacheWrite: rec.CacheWriteTokens, CacheWrite1h: rec.CacheWrite1hTokens})
 			rec.CacheReadCostUSD, rec.CacheWriteCostUSD = b.CacheRead, b.CacheWrite
-			total = b.Total() + ToolFees(p, rec.ToolCalls)
+			total = b.Total() + ToolFees(p, rec.ToolCalls, millis(rec.LatencyMillis))
 		}
 	}
 	for _, a := range rec.Attempts {
 		if a.Stage != "" {
 			total += max(a.CostUSD, 0)
 		}
-		if a.InputTokens+a.OutputTokens == 0 {
+		if a.InputTokens+a.OutputTokens == 0 && a.ToolCalls.IsZero() {
 			continue
 		}
 		provider, model, tier := config.SplitTargetID(a.Target)
 		if p, ok := cfg.PriceFor(provider, model); ok {
-			total += TokenCost(p.AtTier(tier), Tokens{Input: a.InputTokens, Output: a.OutputTokens}).Total()
+			p = p.AtTier(tier)
+			total += TokenCost(p, Tokens{Input: a.InputTokens, Output: a.OutputTokens}).Total() + ToolFees(p, a.ToolCalls, millis(a.LatencyM))
 		}
 	}
 	return total
@@ -108,17 +112,28 @@ func TokenCost(p config.Price, t Tokens) TokenCosts {
 	}
 }
 
-// ToolFees is the cost in USD of server-side tool calls at price p: each
-// kind's count times p.ToolCalls[kind] (an unpriced kind costs 0).
-func ToolFees(p config.Price, c exchange.ToolCalls) float64 {
+// ToolFees is the cost in USD of server-side tool use at price p, for a
+// request (or attempt) that lasted d: each kind's count times
+// p.ToolCalls[kind], plus each code-execution container (c.Containers)
+// for max(config.MinContainerTime, d) at p.ToolHours["code_execution"]
+// per hour: the container cannot have run longer than the request that
+// used it, and Anthropic bills no less than its minimum. An unpriced kind
+// costs 0.
+func ToolFees(p config.Price, c exchange.ToolCalls, d time.Duration) float64 {
 	total := 0.0
 	for _, k := range config.FeeKinds {
 		if n := c.Get(k); n > 0 {
 			total += float64(n) * p.ToolCalls[k]
 		}
 	}
+	if c.Containers > 0 {
+		total += float64(c.Containers) * max(config.MinContainerTime, d).Hours() * p.ToolHours[config.FeeCodeExecution]
+	}
 	return total
 }
+
+// millis is a duration of ms milliseconds.
+func millis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // EstimateCost is the cost in USD of input uncached tokens and output
 // tokens at price p: the admission estimate.

@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
 	"github.com/llmgw/llmgw/pkg/wire/bedrockwire"
+	"github.com/llmgw/llmgw/pkg/wire/delta"
 	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
@@ -64,11 +65,8 @@ type converseEncoder struct {
 	raw     bool // a Bedrock upstream's own frames are relayed
 	body    []byte
 
-	next      int   // the next block index
-	cur       int   // the open text or reasoning block's kind (kindNone: none)
-	curIdx    int   // its index
-	curSigned bool  // the open reasoning block has its signature
-	tools     []int // block index by tool call index; -1: not started, -2: stopped
+	numbers   delta.Blocks // block numbering: the open text or reasoning block (its kind), tool calls'
+	curSigned bool         // the open reasoning block has its signature
 
 	finish, stop, seq string
 	usage             exchange.TokenUsage
@@ -112,28 +110,29 @@ func (e *converseEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 	case exchange.Start:
 		return e.begin(dst)
 	case exchange.Text:
-		dst = e.textLike(e.begin(dst), kindText)
-		return e.delta(dst, e.curIdx, bedrockwire.DeltaText, ev.Text)
+		dst, i := e.textLike(e.begin(dst), kindText)
+		return e.delta(dst, i, bedrockwire.DeltaText, ev.Text)
 	case exchange.Reasoning:
-		dst = e.textLike(e.begin(dst), kindReasoning)
-		return e.delta(dst, e.curIdx, bedrockwire.DeltaReasoning, ev.Text)
+		dst, i := e.textLike(e.begin(dst), kindReasoning)
+		return e.delta(dst, i, bedrockwire.DeltaReasoning, ev.Text)
 	case exchange.Signature:
-		dst = e.textLike(e.begin(dst), kindReasoning)
+		dst, i := e.textLike(e.begin(dst), kindReasoning)
 		e.curSigned = true
-		return e.delta(dst, e.curIdx, bedrockwire.DeltaSignature, ev.Text)
+		return e.delta(dst, i, bedrockwire.DeltaSignature, ev.Text)
 	case exchange.RedactedReasoning:
 		dst = e.closeAll(e.begin(dst))
-		i := e.open(kindRedacted)
+		i := e.open(e.numbers.Open(), kindRedacted)
 		dst = e.delta(dst, i, bedrockwire.DeltaRedacted, blob(ev.Text))
 		return e.emit(dst, bedrockwire.EventContentBlockStop, bedrockwire.AppendBlockStop(e.payload[:0], i))
 	case exchange.ToolCall:
 		return e.toolCall(e.begin(dst), ev.Index, ev.ID, ev.Name)
 	case exchange.ToolArgs:
 		dst = e.toolCall(e.begin(dst), ev.Index, "", "")
-		if ev.Index < 0 || ev.Index >= len(e.tools) || e.tools[ev.Index] < 0 {
+		i, ok := e.numbers.Tool(ev.Index)
+		if !ok {
 			return dst // the call's block was stopped already
 		}
-		return e.delta(dst, e.tools[ev.Index], bedrockwire.DeltaToolInput, ev.Text)
+		return e.delta(dst, i, bedrockwire.DeltaToolInput, ev.Text)
 	case exchange.Finish:
 		e.finish, e.stop, e.seq = ev.Finish, ev.Stop, ev.StopSequence
 		return e.messageStop(e.closeAll(e.begin(dst)))
@@ -152,43 +151,35 @@ func (e *converseEncoder) begin(dst []byte) []byte {
 	return e.emit(dst, bedrockwire.EventMessageStart, []byte(bedrockwire.MessageStartPayload))
 }
 
-// open numbers a new block of kind.
-func (e *converseEncoder) open(kind int) int {
-	i := e.next
-	e.next++
+// open keeps a body's block i, of kind.
+func (e *converseEncoder) open(i, kind int) int {
 	if !e.stream {
 		e.blocks = append(e.blocks, &outBlock{kind: kind})
 	}
 	return i
 }
 
-// textLike makes the open text or reasoning block one of kind.
-func (e *converseEncoder) textLike(dst []byte, kind int) []byte {
-	if e.cur == kind && !(kind == kindReasoning && e.curSigned) {
-		return dst
+// textLike makes the open text or reasoning block one of kind and returns
+// its index.
+func (e *converseEncoder) textLike(dst []byte, kind int) ([]byte, int) {
+	if cur, i := e.numbers.Current(); cur == kind && !(kind == kindReasoning && e.curSigned) {
+		return dst, i
 	}
 	dst = e.closeAll(dst)
-	e.cur, e.curIdx, e.curSigned = kind, e.open(kind), false
-	return dst
+	e.curSigned = false
+	return dst, e.open(e.numbers.OpenCurrent(kind), kind)
 }
 
 // toolCall opens tool call index's toolUse block, once.
 func (e *converseEncoder) toolCall(dst []byte, index int, id, name string) []byte {
-	if index < 0 || index > 1<<16 {
-		return dst
-	}
-	for len(e.tools) <= index {
-		e.tools = append(e.tools, -1)
-	}
-	if e.tools[index] != -1 {
+	if !e.numbers.NewTool(index) {
 		return dst
 	}
 	dst = e.closeCur(dst)
 	if id == "" {
 		id = "tooluse_gw" + randomHex()
 	}
-	i := e.open(kindTool)
-	e.tools[index] = i
+	i := e.open(e.numbers.OpenTool(index), kindTool)
 	if !e.stream {
 		e.blocks[i].id, e.blocks[i].name = id, name
 		return dst
@@ -213,35 +204,18 @@ func (e *converseEncoder) delta(dst []byte, i int, kind, s string) []byte {
 
 // closeCur stops the open text or reasoning block.
 func (e *converseEncoder) closeCur(dst []byte) []byte {
-	if e.cur == kindNone {
-		return dst
+	if i, ok := e.numbers.StopCurrent(); ok {
+		return e.emit(dst, bedrockwire.EventContentBlockStop, bedrockwire.AppendBlockStop(e.payload[:0], i))
 	}
-	e.cur = kindNone
-	return e.emit(dst, bedrockwire.EventContentBlockStop, bedrockwire.AppendBlockStop(e.payload[:0], e.curIdx))
+	return dst
 }
 
 // closeAll stops every open block, in index order.
 func (e *converseEncoder) closeAll(dst []byte) []byte {
-	for {
-		lo, which := -1, -1
-		if e.cur != kindNone {
-			lo = e.curIdx
-		}
-		for t, i := range e.tools {
-			if i >= 0 && (lo < 0 || i < lo) {
-				lo, which = i, t
-			}
-		}
-		switch {
-		case lo < 0:
-			return dst
-		case which < 0:
-			dst = e.closeCur(dst)
-		default:
-			e.tools[which] = -2
-			dst = e.emit(dst, bedrockwire.EventContentBlockStop, bedrockwire.AppendBlockStop(e.payload[:0], lo))
-		}
+	for i, ok := e.numbers.StopNext(); ok; i, ok = e.numbers.StopNext() {
+		dst = e.emit(dst, bedrockwire.EventContentBlockStop, bedrockwire.AppendBlockStop(e.payload[:0], i))
 	}
+	return dst
 }
 
 // messageStop writes messageStop once.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/gwerr"
+	"github.com/llmgw/llmgw/pkg/wire/delta"
 	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
@@ -40,7 +41,7 @@ import (
 // already stopped cannot be sent (the adapters never produce them: each
 // call's arguments come before the next text or finish).
 
-// Kinds of the open text-like block.
+// Kinds of the open text-like block (delta.Blocks.Current).
 const (
 	curNone = iota
 	curText
@@ -54,11 +55,8 @@ type streamEncoder struct {
 	started bool
 	raw     bool // the upstream's own frames are relayed
 
-	next      int   // the next block index
-	cur       int   // curNone, curText or curThinking
-	curIdx    int   // the open text or thinking block's index
-	curSigned bool  // the open thinking block has its signature
-	tools     []int // block index by tool call index; -1: not started, -2: stopped
+	blocks    delta.Blocks // block numbering: the open text or thinking block (curText, curThinking), tool calls'
+	curSigned bool         // the open thinking block has its signature
 
 	finish, stop, stopSeq string
 	usage                 exchange.TokenUsage
@@ -103,19 +101,18 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 	case exchange.Start:
 		return e.start(dst, ev.ID, ev.Name)
 	case exchange.Text:
-		dst = e.textLike(e.start(dst, "", ""), curText)
-		return e.delta(dst, e.curIdx, "text_delta", "text", ev.Text)
+		dst, i := e.textLike(e.start(dst, "", ""), curText)
+		return e.delta(dst, i, "text_delta", "text", ev.Text)
 	case exchange.Reasoning:
-		dst = e.textLike(e.start(dst, "", ""), curThinking)
-		return e.delta(dst, e.curIdx, "thinking_delta", "thinking", ev.Text)
+		dst, i := e.textLike(e.start(dst, "", ""), curThinking)
+		return e.delta(dst, i, "thinking_delta", "thinking", ev.Text)
 	case exchange.Signature:
-		dst = e.textLike(e.start(dst, "", ""), curThinking)
+		dst, i := e.textLike(e.start(dst, "", ""), curThinking)
 		e.curSigned = true
-		return e.delta(dst, e.curIdx, "signature_delta", "signature", ev.Text)
+		return e.delta(dst, i, "signature_delta", "signature", ev.Text)
 	case exchange.RedactedReasoning:
 		dst = e.closeAll(e.start(dst, "", ""))
-		i := e.next
-		e.next++
+		i := e.blocks.Open()
 		dst = blockStart(dst, i)
 		dst = append(dst, `{"type":"redacted_thinking","data":`...)
 		dst = jsonb.AppendString(dst, ev.Text)
@@ -123,13 +120,14 @@ func (e *streamEncoder) Event(dst []byte, ev *exchange.Event) []byte {
 	case exchange.ToolCall:
 		return e.toolCall(e.start(dst, "", ""), ev)
 	case exchange.ToolArgs:
-		if ev.Index < 0 || ev.Index >= len(e.tools) || e.tools[ev.Index] < 0 {
+		if _, ok := e.blocks.Tool(ev.Index); !ok {
 			dst = e.toolCall(e.start(dst, "", ""), &exchange.Event{Kind: exchange.ToolCall, Index: ev.Index})
 		}
-		if ev.Index < 0 || ev.Index >= len(e.tools) || e.tools[ev.Index] < 0 {
+		i, ok := e.blocks.Tool(ev.Index)
+		if !ok {
 			return dst
 		}
-		return e.delta(dst, e.tools[ev.Index], "input_json_delta", "partial_json", ev.Text)
+		return e.delta(dst, i, "input_json_delta", "partial_json", ev.Text)
 	case exchange.Finish:
 		e.finish, e.stop, e.stopSeq = ev.Finish, ev.Stop, ev.StopSequence
 		return e.closeAll(e.start(dst, "", ""))
@@ -159,38 +157,30 @@ func (e *streamEncoder) start(dst []byte, id, model string) []byte {
 }
 
 // textLike makes the open text-like block one of kind, starting it (and
-// stopping whatever else is open) when needed.
-func (e *streamEncoder) textLike(dst []byte, kind int) []byte {
-	if e.cur == kind && !(kind == curThinking && e.curSigned) {
-		return dst
+// stopping whatever else is open) when needed, and returns its index.
+func (e *streamEncoder) textLike(dst []byte, kind int) ([]byte, int) {
+	if cur, i := e.blocks.Current(); cur == kind && !(kind == curThinking && e.curSigned) {
+		return dst, i
 	}
 	dst = e.closeAll(dst)
-	e.cur, e.curIdx, e.curSigned = kind, e.next, false
-	e.next++
-	dst = blockStart(dst, e.curIdx)
+	e.curSigned = false
+	i := e.blocks.OpenCurrent(kind)
+	dst = blockStart(dst, i)
 	if kind == curText {
 		dst = append(dst, `{"type":"text","text":""}`...)
 	} else {
 		dst = append(dst, `{"type":"thinking","thinking":"","signature":""}`...)
 	}
-	return append(dst, "}\n\n"...)
+	return append(dst, "}\n\n"...), i
 }
 
 // toolCall starts a tool_use block (once per tool call index).
 func (e *streamEncoder) toolCall(dst []byte, ev *exchange.Event) []byte {
-	if ev.Index < 0 || ev.Index > 1<<16 {
-		return dst
-	}
-	for len(e.tools) <= ev.Index {
-		e.tools = append(e.tools, -1)
-	}
-	if e.tools[ev.Index] != -1 {
-		return dst // started already (a stopped block is not reopened)
+	if !e.blocks.NewTool(ev.Index) {
+		return dst // started already (a stopped block is not reopened), or out of range
 	}
 	dst = e.closeCur(dst)
-	i := e.next
-	e.next++
-	e.tools[ev.Index] = i
+	i := e.blocks.OpenTool(ev.Index)
 	id := ev.ID
 	if id == "" {
 		id = "toolu_gw" + randomHex()
@@ -205,35 +195,18 @@ func (e *streamEncoder) toolCall(dst []byte, ev *exchange.Event) []byte {
 
 // closeCur stops the open text or thinking block.
 func (e *streamEncoder) closeCur(dst []byte) []byte {
-	if e.cur == curNone {
-		return dst
+	if i, ok := e.blocks.StopCurrent(); ok {
+		return blockStop(dst, i)
 	}
-	e.cur = curNone
-	return blockStop(dst, e.curIdx)
+	return dst
 }
 
 // closeAll stops every open block, in index order.
 func (e *streamEncoder) closeAll(dst []byte) []byte {
-	for {
-		lo, which := -1, -1
-		if e.cur != curNone {
-			lo = e.curIdx
-		}
-		for t, i := range e.tools {
-			if i >= 0 && (lo < 0 || i < lo) {
-				lo, which = i, t
-			}
-		}
-		switch {
-		case lo < 0:
-			return dst
-		case which < 0:
-			dst = e.closeCur(dst)
-		default:
-			e.tools[which] = -2 // stopped; a later call with this index is ignored
-			dst = blockStop(dst, lo)
-		}
+	for i, ok := e.blocks.StopNext(); ok; i, ok = e.blocks.StopNext() {
+		dst = blockStop(dst, i)
 	}
+	return dst
 }
 
 func blockStart(dst []byte, i int) []byte {

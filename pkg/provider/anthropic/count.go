@@ -17,7 +17,9 @@ var _ provider.TokenCounter = (*Adapter)(nil)
 // CountTokens implements provider.TokenCounter for a Messages client's
 // count_tokens request: the client's body, with the target's model, is
 // posted to {base_url}/v1/messages/count_tokens with the passthrough
-// headers, and the upstream's input_tokens returned. A request of any other
+// headers, and the upstream's input_tokens returned. The answer is read
+// within server.max_upstream_body_bytes (the client's transport,
+// provider.LimitTransport); a longer one is provider.BodyTooLarge. A request of any other
 // API cannot be counted here (provider.ErrCannotCount).
 func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, error) {
 	if !provider.Passthrough(call.Req, exchange.Messages) {
@@ -38,7 +40,10 @@ func (a *Adapter) CountTokens(ctx context.Context, call *provider.Call) (int, er
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrBody))
+	// Bounded like every whole upstream body (provider.LimitTransport:
+	// server.max_upstream_body_bytes): an answer over the bound is
+	// provider.BodyTooLarge, never cut short and read as something else.
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, provider.TransportError(ctx, a.id, err)
 	}

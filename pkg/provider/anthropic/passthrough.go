@@ -119,7 +119,7 @@ func (a *Adapter) passthrough(ctx context.Context, call *provider.Call) (provide
 	case rq.Stream:
 		return nil, &gwerr.Error{Category: gwerr.Unavailable, Message: "provider answered a streaming request with JSON", Provider: a.id}
 	}
-	u := tokenUsage(mi.Usage)
+	u := provider.MessagesUsage(mi.Usage, mi.Container)
 	if !mi.Content && u.Output == 0 {
 		return nil, provider.EmptyResponse(a.id)
 	}

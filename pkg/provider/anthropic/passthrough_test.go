@@ -256,3 +256,39 @@ func TestCountTokensUpstream(t *testing.T) {
 		t.Errorf("529 count = %v", err)
 	}
 }
+
+// TestCountTokensAnswerIsBoundedLikeEveryBody: a count_tokens answer is
+// read within server.max_upstream_body_bytes (the client's
+// provider.LimitTransport), as every whole body is: one longer than the
+// old 64 KiB cut but within the bound is read whole (its input_tokens
+// comes last), and one over the bound is provider.BodyTooLarge
+// (unavailable, upstream_body_too_large), never cut short silently.
+func TestCountTokensAnswerIsBoundedLikeEveryBody(t *testing.T) {
+	pad := strings.Repeat("x", 100<<10)
+	up := newFakeAnthropic(t, jsonReply(200, `{"note":"`+pad+`","input_tokens":4321}`))
+	body := `{"model":"claude-route","messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct {
+		limit int64
+		want  int
+		code  string
+	}{
+		{limit: 1 << 20, want: 4321},
+		{limit: 64 << 10, code: provider.CodeUpstreamBodyTooLarge},
+	} {
+		a, err := New("anth", &config.Provider{BaseURL: up.URL}, &http.Client{Transport: provider.LimitTransport("anth", http.DefaultTransport, c.limit)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := a.CountTokens(context.Background(), messagesCall(body, false, 0, nil))
+		if c.code == "" {
+			if err != nil || n != c.want {
+				t.Errorf("limit %d: count = %d, %v; want %d", c.limit, n, err, c.want)
+			}
+			continue
+		}
+		var ge *gwerr.Error
+		if !errors.As(err, &ge) || ge.Code != c.code || ge.Category != gwerr.Unavailable {
+			t.Errorf("limit %d: err = %v; want unavailable %s", c.limit, err, c.code)
+		}
+	}
+}

@@ -23,9 +23,8 @@ type rawStream struct {
 	trace    *exchange.Trace
 	frame    []byte
 
-	started, finished, stopped, gotDelta bool
-	u                                    messageswire.Usage
-	chars                                int
+	st    messageswire.StreamState
+	chars int
 }
 
 func newReader(body io.Reader) *sse.Reader { return sse.NewReader(body, 0) }
@@ -33,7 +32,7 @@ func newReader(body io.Reader) *sse.Reader { return sse.NewReader(body, 0) }
 // Next implements provider.Stream.
 func (s *rawStream) Next() (exchange.Event, error) {
 	for {
-		if s.stopped {
+		if s.st.Stopped {
 			return exchange.Event{}, io.EOF
 		}
 		f, err := s.r.Next()
@@ -59,28 +58,15 @@ func (s *rawStream) Next() (exchange.Event, error) {
 			ev.Flags |= exchange.HasContent
 		}
 		s.chars += ei.Chars
-		switch ei.Type {
-		case messageswire.EventError:
+		if ei.Type == messageswire.EventError {
 			return exchange.Event{}, provider.InBandError(s.prov, ei.ErrorType)
-		case messageswire.EventMessageStart:
-			if !s.started {
-				s.started = true
-				s.u = ei.Usage
-			}
-		case messageswire.EventMessageDelta:
-			if ei.MergeUsage(&s.u) {
-				s.gotDelta = true
-			}
-			if ei.StopReason != "" {
-				s.finished = true
-				ev.Flags |= exchange.HasFinish
-				ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(ei.StopReason), ei.StopReason, ei.StopSequence
-			}
-		case messageswire.EventMessageStop:
-			if !s.finished {
-				return exchange.Event{}, provider.Interrupted(s.prov, "reached message_stop without a stop_reason", nil)
-			}
-			s.stopped = true
+		}
+		if _, err := s.st.Apply(&ei); err != nil {
+			return exchange.Event{}, provider.MessagesStreamError(s.prov, err)
+		}
+		if ei.Type == messageswire.EventMessageDelta && ei.StopReason != "" {
+			ev.Flags |= exchange.HasFinish
+			ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(ei.StopReason), ei.StopReason, ei.StopSequence
 		}
 		ev.Raw = s.rebuild(f)
 		return ev, nil
@@ -112,7 +98,7 @@ func (s *rawStream) rebuild(f sse.Frame) []byte {
 
 // Usage implements provider.Stream.
 func (s *rawStream) Usage() exchange.TokenUsage {
-	return streamUsage(s.started, s.gotDelta, s.u, s.reqBytes, s.chars)
+	return provider.MessagesStreamUsage(&s.st, s.reqBytes, s.chars)
 }
 
 // Close implements provider.Stream.

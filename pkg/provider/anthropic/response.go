@@ -67,7 +67,7 @@ func translateResponse(prov string, data []byte, created int64) ([]exchange.Even
 	if !content && r.Usage.OutputTokens == 0 {
 		return nil, exchange.TokenUsage{}, provider.EmptyResponse(prov)
 	}
-	u := tokenUsage(r.Usage)
+	u := provider.MessagesUsage(r.Usage, messageswire.RanInContainer(data))
 	evs = append(evs, finishEvent(r.StopReason, r.StopSequence), exchange.Event{Kind: exchange.Usage, Usage: u})
 	return evs, u, nil
 }

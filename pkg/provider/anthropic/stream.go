@@ -60,16 +60,13 @@ type streamTranslator struct {
 	created  int64
 	reqBytes int // the upstream request's size, for an estimate
 
-	started  bool // message_start seen
-	finished bool // a stop_reason seen
-	stopped  bool // message_stop seen: the stream is complete
-	gotDelta bool // message_delta usage seen: output tokens are final
+	// st: message_start, the usage, the stop_reason and message_stop
+	// seen, and the container.
+	st    messageswire.StreamState
+	chars int // generated characters, for an estimate when the stream is cut
 
 	blocks []int // by Anthropic block index: blockText, blockThinking, blockOther or a tool call index
 	tools  int   // tool_use blocks seen
-
-	u     messageswire.Usage
-	chars int // generated characters, for an estimate when the stream is cut
 
 	pending exchange.Event // a second event from one Anthropic event (Kind 0: none)
 	parts   []delta.Part   // the frame's parts (messageswire.ReadEvent), reused
@@ -87,7 +84,7 @@ func bytesString(b []byte) string {
 // event translates one SSE frame, read by messageswire.ReadEvent. An event
 // of Kind 0 means the frame gives nothing.
 func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
-	if t.stopped {
+	if t.st.Stopped {
 		return exchange.Event{}, nil
 	}
 	ei, parts := messageswire.ReadEvent(t.parts[:0], name, data)
@@ -95,7 +92,7 @@ func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 	typ := ei.Type
 	switch typ {
 	case messageswire.EventContentBlockDelta: // the hot path: no allocation for plain text
-		if !t.started {
+		if !t.st.Started {
 			return exchange.Event{}, provider.Interrupted(t.prov, "sent content_block_delta before message_start", nil)
 		}
 		return t.delta(&ei, parts), nil
@@ -107,7 +104,7 @@ func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 	default:
 		return exchange.Event{}, nil // unknown events are skipped, as Anthropic's versioning policy asks
 	}
-	if typ != messageswire.EventMessageStart && !t.started {
+	if typ != messageswire.EventMessageStart && !t.st.Started {
 		return exchange.Event{}, provider.Interrupted(t.prov, "sent "+typ+" before message_start", nil)
 	}
 	switch typ {
@@ -118,20 +115,18 @@ func (t *streamTranslator) event(name, data []byte) (exchange.Event, error) {
 	case messageswire.EventMessageDelta:
 		return t.messageDelta(&ei), nil
 	default: // message_stop
-		if !t.finished {
-			return exchange.Event{}, provider.Interrupted(t.prov, "reached message_stop without a stop_reason", nil)
+		if _, err := t.st.Apply(&ei); err != nil {
+			return exchange.Event{}, provider.MessagesStreamError(t.prov, err)
 		}
-		t.stopped = true
 		return exchange.Event{Kind: exchange.Usage, Usage: t.usage()}, nil
 	}
 }
 
 func (t *streamTranslator) messageStart(ei *messageswire.EventInfo, parts []delta.Part) exchange.Event {
-	if t.started || len(parts) == 0 {
+	if t.st.Started || len(parts) == 0 {
 		return exchange.Event{} // a repeated message_start, or one without its message
 	}
-	t.started = true
-	t.u = ei.Usage
+	_, _ = t.st.Apply(ei) // a message_start is never refused
 	return exchange.Event{Kind: exchange.Start, ID: strings.Clone(parts[0].ID), Name: strings.Clone(parts[0].Name), Created: t.created}
 }
 
@@ -153,6 +148,7 @@ func (t *streamTranslator) blockStart(ei *messageswire.EventInfo, parts []delta.
 	for len(t.blocks) <= i {
 		t.blocks = append(t.blocks, blockOther)
 	}
+	_, _ = t.st.Apply(ei) // a code-execution block: the answer ran in a container
 	switch ei.Block {
 	case messageswire.BlockText:
 		t.blocks[i] = blockText
@@ -220,13 +216,9 @@ func (t *streamTranslator) delta(ei *messageswire.EventInfo, parts []delta.Part)
 }
 
 func (t *streamTranslator) messageDelta(ei *messageswire.EventInfo) exchange.Event {
-	if ei.MergeUsage(&t.u) {
-		t.gotDelta = true
-	}
-	if ei.StopReason == "" || t.finished {
+	if first, _ := t.st.Apply(ei); !first {
 		return exchange.Event{}
 	}
-	t.finished = true
 	return exchange.Event{Kind: exchange.Finish, Finish: finishReason(ei.StopReason), Stop: strings.Clone(ei.StopReason), StopSequence: strings.Clone(ei.StopSequence)}
 }
 
@@ -239,34 +231,9 @@ func finishEvent(stop string, seq *string) exchange.Event {
 	return ev
 }
 
-// tokenUsage maps Anthropic usage to the gateway's: Input counts every
-// prompt token, cached or not (Anthropic's input_tokens excludes them).
-func tokenUsage(u messageswire.Usage) exchange.TokenUsage {
-	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
-		CacheWrite1h: u.CacheCreation.Ephemeral1hInputTokens, Tier: u.ServiceTier,
-		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
-}
-
 // usage returns the figures counted so far.
 func (t *streamTranslator) usage() exchange.TokenUsage {
-	return streamUsage(t.started, t.gotDelta, t.u, t.reqBytes, t.chars)
-}
-
-// streamUsage is a stream's usage so far: the upstream's figures, with the
-// output estimated from the characters seen when the stream was cut
-// before message_delta (message_start's output count is a placeholder),
-// and everything estimated before message_start.
-func streamUsage(started, gotDelta bool, au messageswire.Usage, reqBytes, chars int) exchange.TokenUsage {
-	if !started {
-		return exchange.TokenUsage{Input: exchange.EstimateTokens(reqBytes), Output: exchange.EstimateTokens(chars), Estimated: true}
-	}
-	u := tokenUsage(au)
-	if !gotDelta {
-		u.Output = max(u.Output, exchange.EstimateTokens(chars))
-		u.Estimated = true
-	}
-	return u
+	return provider.MessagesStreamUsage(&t.st, t.reqBytes, t.chars)
 }
 
 // sseStream reads an Anthropic SSE response and yields canonical events.
@@ -293,7 +260,7 @@ func (s *sseStream) Next() (exchange.Event, error) {
 		return ev, nil
 	}
 	for {
-		if s.t.stopped {
+		if s.t.st.Stopped {
 			return exchange.Event{}, io.EOF
 		}
 		f, err := s.r.Next()

@@ -133,7 +133,7 @@ func wholeMessage(id string, data []byte, tier string) (provider.Stream, error) 
 	if mi.Error {
 		return nil, provider.InBandError(id, mi.ErrorType)
 	}
-	u := messagesUsage(mi.Usage)
+	u := provider.MessagesUsage(mi.Usage, mi.Container)
 	u.Tier = cmp.Or(tier, u.Tier) // Bedrock bills by its own tier, the header's
 	if !mi.Content && u.Output == 0 {
 		return nil, provider.EmptyResponse(id)
@@ -144,15 +144,6 @@ func wholeMessage(id string, data []byte, tier string) (provider.Stream, error) 
 		ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(stop), stop, mi.StopSequence
 	}
 	return provider.Events(u, ev), nil
-}
-
-// messagesUsage is an Anthropic usage in the gateway's terms: Input counts
-// every prompt token, cached ones included.
-func messagesUsage(u messageswire.Usage) exchange.TokenUsage {
-	return exchange.TokenUsage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens,
-		CacheWrite1h: u.CacheCreation.Ephemeral1hInputTokens, Tier: u.ServiceTier,
-		Tools: exchange.ToolCalls{WebSearch: u.ServerToolUse.WebSearchRequests, WebFetch: u.ServerToolUse.WebFetchRequests}}
 }
 
 // countModel is the model id CountTokens is asked about: the base model

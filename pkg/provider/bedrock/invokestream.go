@@ -56,9 +56,8 @@ type invokeStream struct {
 	frame     []byte
 	closeOnce sync.Once
 
-	started, gotDelta, finished, stopped bool
-	u                                    messageswire.Usage
-	chars                                int
+	st    messageswire.StreamState
+	chars int
 	// tier is the service tier the response header names.
 	tier string
 }
@@ -66,7 +65,7 @@ type invokeStream struct {
 // Next implements provider.Stream.
 func (s *invokeStream) Next() (exchange.Event, error) {
 	for {
-		if s.stopped {
+		if s.st.Stopped {
 			return exchange.Event{}, io.EOF
 		}
 		var ev types.ResponseStream
@@ -114,28 +113,15 @@ func (s *invokeStream) relay(data []byte) (exchange.Event, bool, error) {
 		ev.Flags |= exchange.HasContent
 	}
 	s.chars += ei.Chars
-	switch ei.Type {
-	case messageswire.EventError:
+	if ei.Type == messageswire.EventError {
 		return exchange.Event{}, false, provider.InBandError(s.id, ei.ErrorType)
-	case messageswire.EventMessageStart:
-		if !s.started {
-			s.started = true
-			s.u = ei.Usage
-		}
-	case messageswire.EventMessageDelta:
-		if ei.MergeUsage(&s.u) {
-			s.gotDelta = true
-		}
-		if ei.StopReason != "" {
-			s.finished = true
-			ev.Flags |= exchange.HasFinish
-			ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(ei.StopReason), ei.StopReason, ei.StopSequence
-		}
-	case messageswire.EventMessageStop:
-		if !s.finished {
-			return exchange.Event{}, false, provider.Interrupted(s.id, "reached message_stop without a stop_reason", nil)
-		}
-		s.stopped = true
+	}
+	if _, err := s.st.Apply(&ei); err != nil {
+		return exchange.Event{}, false, provider.MessagesStreamError(s.id, err)
+	}
+	if ei.Type == messageswire.EventMessageDelta && ei.StopReason != "" {
+		ev.Flags |= exchange.HasFinish
+		ev.Finish, ev.Stop, ev.StopSequence = messageswire.FinishReason(ei.StopReason), ei.StopReason, ei.StopSequence
 	}
 	ev.Raw = s.sse(typ, data)
 	return ev, false, nil
@@ -164,14 +150,14 @@ func (s *invokeStream) sse(typ string, data []byte) []byte {
 // events did not give: the prompt's before message_start, the output
 // before a message_delta with output_tokens.
 func (s *invokeStream) metrics(m gjson.Result) {
-	if !s.started {
-		s.started = true
-		s.u = messageswire.Usage{InputTokens: int(m.Get("inputTokenCount").Int()),
+	if !s.st.Started {
+		s.st.Started = true
+		s.st.Usage = messageswire.Usage{InputTokens: int(m.Get("inputTokenCount").Int()),
 			CacheReadInputTokens: int(m.Get("cacheReadInputTokenCount").Int()), CacheCreationInputTokens: int(m.Get("cacheWriteInputTokenCount").Int())}
 	}
-	if out := m.Get("outputTokenCount"); !s.gotDelta && out.Exists() {
-		s.u.OutputTokens = int(out.Int())
-		s.gotDelta = true
+	if out := m.Get("outputTokenCount"); !s.st.GotDelta && out.Exists() {
+		s.st.Usage.OutputTokens = int(out.Int())
+		s.st.GotDelta = true
 	}
 }
 
@@ -223,15 +209,8 @@ func (s *invokeStream) countMalformed() {
 // invocation metrics'), the output estimated from the characters seen
 // when neither gave it, everything estimated before either.
 func (s *invokeStream) Usage() exchange.TokenUsage {
-	if !s.started {
-		return exchange.TokenUsage{Input: exchange.EstimateTokens(s.reqBytes), Output: exchange.EstimateTokens(s.chars), Estimated: true}
-	}
-	u := messagesUsage(s.u)
+	u := provider.MessagesStreamUsage(&s.st, s.reqBytes, s.chars)
 	u.Tier = cmp.Or(s.tier, u.Tier) // Bedrock bills by its own tier, the header's
-	if !s.gotDelta {
-		u.Output = max(u.Output, exchange.EstimateTokens(s.chars))
-		u.Estimated = true
-	}
 	return u
 }
 

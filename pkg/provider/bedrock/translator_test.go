@@ -179,7 +179,7 @@ func TestUsageChunkLast(t *testing.T) {
 			kinds = append(kinds, fmt.Sprintf("kind %d", ev.Kind))
 		}
 	}
-	if got := strings.Join(kinds, ","); got != "start,text,finish tool_calls tool_use,usage {Input:3 Output:4 CacheRead:0 CacheWrite:0 CacheWrite1h:0 Tier: Reasoning:0 Tools:{WebSearch:0 WebFetch:0 CodeExecution:0 FileSearch:0} Estimated:false}" {
+	if got := strings.Join(kinds, ","); got != "start,text,finish tool_calls tool_use,usage {Input:3 Output:4 CacheRead:0 CacheWrite:0 CacheWrite1h:0 Tier: Reasoning:0 Tools:{WebSearch:0 WebFetch:0 CodeExecution:0 FileSearch:0 GroundedPrompts:0 Containers:0} Estimated:false}" {
 		t.Errorf("events %s", got)
 	}
 	if u := s.Usage(); u != (exchange.TokenUsage{Input: 3, Output: 4}) {

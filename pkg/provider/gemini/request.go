@@ -49,7 +49,8 @@ import (
 // the route's translate_without lists the key): several choices ("n"),
 // several tool calls forbidden ("parallel_tool_calls": Gemini cannot be
 // told to call one function at a time), custom and built-in tools
-// ("custom_tools", "server_tools"), documents asking for citations
+// ("custom_tools", "server_tools") but Gemini's own google_search
+// (grounding with Google Search, sent as {"googleSearch": {}}), documents asking for citations
 // ("citations") or with a title or context ("document_context"). Rejected
 // as unsupported: anything but text in a tool result or in a system
 // message, images and documents at URLs other than the Files API (Gemini
@@ -213,11 +214,21 @@ func (t *translator) thinking(r *exchange.ReasoningConfig) (*thinkingConfig, err
 func (t *translator) tools(out *request, p *exchange.Prompt) error {
 	tc := p.ToolChoice
 	decls := make([]functionDeclaration, 0, len(p.Tools))
+	search := false
 	for i := range p.Tools {
 		tl := &p.Tools[i]
 		param := fmt.Sprintf("tools[%d]", i)
 		switch tl.Kind {
 		case exchange.ToolFunction:
+		case exchange.ToolBuiltin:
+			if tl.Type == googleSearchTool {
+				search = true // Gemini's own grounding tool: {"googleSearch": {}}
+				continue
+			}
+			if err := t.refuse("server_tools", param, "the "+tl.Type+" tool"); err != nil {
+				return err
+			}
+			continue
 		case exchange.ToolCustom:
 			if err := t.refuse("custom_tools", param, "the custom tool "+tl.Name); err != nil {
 				return err
@@ -242,6 +253,9 @@ func (t *translator) tools(out *request, p *exchange.Prompt) error {
 		}
 		decls = append(decls, d)
 	}
+	if search {
+		out.Tools = append(out.Tools, tool{GoogleSearch: &googleSearch{}})
+	}
 	if len(decls) == 0 {
 		if tc.Mode == exchange.ToolAny || tc.Mode == exchange.ToolNamed {
 			return t.invalid("tool_choice", "a tool choice that forces a tool needs tools")
@@ -253,7 +267,7 @@ func (t *translator) tools(out *request, p *exchange.Prompt) error {
 			return err
 		}
 	}
-	out.Tools = []tool{{FunctionDeclarations: decls}}
+	out.Tools = append([]tool{{FunctionDeclarations: decls}}, out.Tools...)
 	var fc functionCallingConfig
 	switch tc.Mode {
 	case exchange.ToolAuto:

@@ -81,6 +81,10 @@ type events struct {
 	hasUsage bool
 	u        usageMetadata
 	chars    int
+	// grounded: an answer grounded with Google Search; queries the most
+	// search queries a response object named (a stream may repeat them).
+	grounded bool
+	queries  int
 	queue    []exchange.Event
 }
 
@@ -127,6 +131,9 @@ func (t *events) read(r *response) error {
 		return nil
 	}
 	c := r.Candidates[0]
+	if g := c.GroundingMetadata; g.Grounded() {
+		t.grounded, t.queries = true, max(t.queries, len(g.WebSearchQueries))
+	}
 	if c.Content != nil && !t.finished {
 		for _, p := range c.Content.Parts {
 			t.part(p)
@@ -178,12 +185,19 @@ func (t *events) part(p part) {
 	}
 }
 
-// usage returns the figures so far: the upstream's, else an estimate.
+// usage returns the figures so far: the upstream's, else an estimate,
+// with the grounding the answer used (one grounded prompt, its search
+// queries as web searches: Gemini 2 models bill the one, Gemini 3 the
+// other, priced as config.FeeGroundedPrompt and config.FeeWebSearch).
 func (t *events) usage() exchange.TokenUsage {
+	u := exchange.TokenUsage{Input: exchange.EstimateTokens(t.reqBytes), Output: exchange.EstimateTokens(t.chars), Estimated: true}
 	if t.hasUsage {
-		return tokenUsage(t.u)
+		u = tokenUsage(t.u)
 	}
-	return exchange.TokenUsage{Input: exchange.EstimateTokens(t.reqBytes), Output: exchange.EstimateTokens(t.chars), Estimated: true}
+	if t.grounded {
+		u.Tools = exchange.ToolCalls{GroundedPrompts: 1, WebSearch: t.queries}
+	}
+	return u
 }
 
 // translateResponse turns a whole generateContent body into events.

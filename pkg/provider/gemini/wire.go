@@ -13,6 +13,7 @@ type (
 	functionCall          = geminiwire.FunctionCall
 	functionResponse      = geminiwire.FunctionResponse
 	tool                  = geminiwire.Tool
+	googleSearch          = geminiwire.GoogleSearch
 	functionDeclaration   = geminiwire.FunctionDeclaration
 	toolConfig            = geminiwire.ToolConfig
 	functionCallingConfig = geminiwire.FunctionCallingConfig
@@ -27,3 +28,8 @@ type (
 	apiError              = geminiwire.APIError
 	errorDetail           = geminiwire.ErrorDetail
 )
+
+// googleSearchTool is the built-in tool type a client names Gemini's
+// grounding with Google Search by (exchange.Tool.Type): sent as
+// {"googleSearch": {}}.
+const googleSearchTool = "google_search"

@@ -65,8 +65,15 @@ type FunctionResponse struct {
 
 // Tool holds function declarations.
 type Tool struct {
-	FunctionDeclarations []FunctionDeclaration `json:"functionDeclarations"`
+	FunctionDeclarations []FunctionDeclaration `json:"functionDeclarations,omitempty"`
+	// GoogleSearch turns on grounding with Google Search (a tool of its
+	// own: {"googleSearch": {}}).
+	GoogleSearch *GoogleSearch `json:"googleSearch,omitempty"`
 }
+
+// GoogleSearch is the Google Search grounding tool; it takes no settings
+// the gateway sends.
+type GoogleSearch struct{}
 
 // FunctionDeclaration describes one callable function.
 type FunctionDeclaration struct {
@@ -154,6 +161,23 @@ type Candidate struct {
 	Content      *Content `json:"content"`
 	FinishReason string   `json:"finishReason"`
 	Index        int      `json:"index"`
+	// GroundingMetadata is set on an answer grounded with Google Search.
+	GroundingMetadata *GroundingMetadata `json:"groundingMetadata,omitempty"`
+}
+
+// GroundingMetadata is what grounding with Google Search did: the search
+// queries it ran (each billed on Gemini 3 models) and the web sources it
+// grounded the answer in (a grounded prompt, billed once on Gemini 2
+// models).
+type GroundingMetadata struct {
+	WebSearchQueries []string          `json:"webSearchQueries,omitempty"`
+	GroundingChunks  []json.RawMessage `json:"groundingChunks,omitempty"`
+}
+
+// Grounded reports whether the answer was grounded: it ran a search or
+// cites a source.
+func (g *GroundingMetadata) Grounded() bool {
+	return g != nil && (len(g.WebSearchQueries) > 0 || len(g.GroundingChunks) > 0)
 }
 
 // PromptFeedback says why a prompt was blocked (BlockReason SAFETY, OTHER,

@@ -27,6 +27,9 @@ const (
 	BlockToolResult       = "tool_result"
 	BlockThinking         = "thinking"
 	BlockRedactedThinking = "redacted_thinking"
+	// BlockServerToolUse is a call of a tool Anthropic runs (web search,
+	// code execution, ...).
+	BlockServerToolUse = "server_tool_use"
 )
 
 // Stream event types: the "event:" line of each SSE frame and the "type"

@@ -68,6 +68,24 @@ type EventInfo struct {
 	// Error: an error event (or an error body); ErrorType its type, copied.
 	Error     bool
 	ErrorType string
+	// Container: the event (or whole response) shows the answer ran in a
+	// code-execution container, which Anthropic bills by time: it names
+	// one (message.container, a message_delta's delta.container) or holds
+	// a code-execution block (a server_tool_use of a *code_execution tool,
+	// a *code_execution_tool_result).
+	Container bool
+}
+
+// isContainer reports whether a container member names a container.
+func isContainer(c gjson.Result) bool { return c.IsObject() && c.Get("id").Str != "" }
+
+// codeExecutionBlock reports whether a content block of type typ (a
+// server_tool_use calling name) ran code in a container.
+func codeExecutionBlock(typ string, cb gjson.Result) bool {
+	if typ == BlockServerToolUse {
+		return strings.HasSuffix(cb.Get("name").Str, "code_execution")
+	}
+	return strings.HasSuffix(typ, "code_execution_tool_result")
 }
 
 // FinishReason maps a stop_reason to the canonical finish reason (OpenAI's
@@ -149,6 +167,7 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 	case EventMessageStart:
 		m := gjson.Get(s, "message")
 		ei.Usage = usageOf(m.Get("usage"))
+		ei.Container = isContainer(m.Get("container"))
 		if collect && m.IsObject() {
 			dst = append(dst, delta.Part{Kind: delta.Start, ID: m.Get("id").Str, Name: m.Get("model").Str})
 		}
@@ -185,6 +204,7 @@ func readEvent(dst []delta.Part, event, data []byte, collect bool) (EventInfo, [
 		ei.Usage.ServiceTier = u.Get("service_tier").Str
 		ei.StopReason = gjson.Get(s, "delta.stop_reason").Str
 		ei.StopSequence = gjson.Get(s, "delta.stop_sequence").Str
+		ei.Container = isContainer(gjson.Get(s, "delta.container"))
 		if collect && ei.StopReason != "" {
 			dst = append(dst, delta.Part{Kind: delta.Finish, Finish: FinishReason(ei.StopReason), Stop: ei.StopReason, StopSequence: ei.StopSequence})
 		}
@@ -239,6 +259,7 @@ func readBlock(dst []delta.Part, ei *EventInfo, cb gjson.Result, collect bool) [
 	}
 	typ := cb.Get("type").Str
 	ei.Block = typ
+	ei.Container = ei.Container || codeExecutionBlock(typ, cb)
 	switch typ {
 	case BlockText:
 		text := cb.Get("text")
@@ -308,12 +329,29 @@ func ReadMessage(dst []delta.Part, body []byte) (EventInfo, []delta.Part) {
 		return true
 	})
 	ei.Index = 0
+	ei.Container = ei.Container || isContainer(doc.Get("container"))
 	ei.Usage = usageOf(doc.Get("usage"))
 	ei.StopReason, ei.StopSequence = doc.Get("stop_reason").Str, doc.Get("stop_sequence").Str
 	if ei.StopReason != "" {
 		dst = append(dst, delta.Part{Kind: delta.Finish, Finish: FinishReason(ei.StopReason), Stop: ei.StopReason, StopSequence: ei.StopSequence})
 	}
 	return ei, append(dst, delta.Part{Kind: delta.Usage, Usage: Tokens(ei.Usage)})
+}
+
+// RanInContainer reports whether a whole response ran in a code-execution
+// container (as EventInfo.Container): it names one, or holds a
+// code-execution block.
+func RanInContainer(body []byte) bool {
+	doc := gjson.Parse(jsonb.String(body))
+	if isContainer(doc.Get("container")) {
+		return true
+	}
+	ran := false
+	doc.Get("content").ForEach(func(_, b gjson.Result) bool {
+		ran = codeExecutionBlock(b.Get("type").Str, b)
+		return !ran
+	})
+	return ran
 }
 
 // Tokens is u in the API-neutral form: Input counts every prompt token,
