@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -252,6 +253,12 @@ func run(ctx context.Context, o options) (*Report, error) {
 	}
 	common := []string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_LAMBDA_FUNCTION_NAME=llmgw-bench-gateway", deployment.EnvStage + "=" + stage}
+	// The Go runtime's variables the stack sets on the gateway function
+	// (GOGC, GOMEMLIMIT at the default memory size), on every binary: the
+	// floors run in the same environment.
+	for _, k := range slices.Sorted(maps.Keys(deployment.GoRuntimeEnv(deployment.DefaultGatewayMemoryMB))) {
+		common = append(common, k+"="+deployment.GoRuntimeEnv(deployment.DefaultGatewayMemoryMB)[k])
+	}
 	gwEnv := append(slices.Clip(common), deployment.EnvConfigPath+"="+deployment.ConfigPath(stage), "AWS_ENDPOINT_URL_SSM="+ssm.URL,
 		deployment.EnvTable+"="+o.table, "AWS_ENDPOINT_URL_DYNAMODB="+kinds.URL)
 	gw := binary{name: "gateway", path: o.bootstrap, env: gwEnv}
