@@ -38,6 +38,7 @@ func TestQuietTarget(t *testing.T) {
 		{Name: "TripLearnedWithinQuietIntervalOrCacheTTL", Fn: testQuietLearnsTrip},
 		{Name: "FailureElsewhereEndsQuietMode", Fn: testQuietEndsOnGlobalFailures},
 		{Name: "SlowSampleEndsQuietMode", Fn: testQuietEndsOnSlowSample},
+		{Name: "TripLearnedAtTheQuietInstancesFirstFailure", Fn: testQuietLearnsTripAtFirstFailure},
 	})
 }
 
@@ -144,6 +145,34 @@ func testQuietLearnsTrip(t *testing.T, e *storetest.Env) {
 	}
 	if d, ok := learned[quiet]; !ok || d > DefaultQuietInterval+2*modelTime {
 		t.Errorf("the quiet instance learned the trip after %v (ok %v), want <= QuietInterval %v plus a request", d, ok, DefaultQuietInterval)
+	}
+}
+
+// testQuietLearnsTripAtFirstFailure: a quiet instance that sends a request
+// to a target another instance tripped (the documented cost of quiet mode:
+// its cache is trusted for QuietInterval) learns the trip from that
+// attempt's failure, which is flushed at once and whose answer carries the
+// trip's marker, well before QuietInterval and without a failure run of
+// its own.
+func testQuietLearnsTripAtFirstFailure(t *testing.T, e *storetest.Env) {
+	a := newBreaker(e, e.Store, testSettings(), Options{})
+	quiet := newBreaker(e, e.Store, testSettings(), Options{})
+	slowRequest(e, quiet, dead, Success)
+	slowRequest(e, quiet, dead, Success)
+	if !quiet.target(dead).quietNow(quiet, e.Now()) {
+		t.Fatal("the instance with successes only is not quiet")
+	}
+	until := tripA(t, a)
+	e.Advance(modelTime)
+	// Still trusting its cache: admitted, and the attempt fails.
+	if err := slowRequest(e, quiet, dead, Failure); err != nil {
+		t.Fatalf("the quiet instance refused before any store call: %v", err)
+	}
+	if s := quiet.Snapshot(dead); s.State != Open || !s.OpenUntil.Equal(until) {
+		t.Fatalf("after its first failure the quiet instance shows %+v, want A's trip (open until %v)", s, until)
+	}
+	if s := quiet.Snapshot(dead); s.Consecutive >= testSettings().ConsecutiveFailures {
+		t.Fatalf("learned by its own failure run (%d), not from A's trip", s.Consecutive)
 	}
 }
 
@@ -284,4 +313,11 @@ func TestOutcomeDuringASyncIsFlushedWhenItEnds(t *testing.T) {
 			t.Errorf("window %+v once the syncs ended, want both outcomes (the second flushed after the running sync)", c)
 		}
 	}}})
+}
+
+// quietNow reports whether the target is quiet on b now (for tests).
+func (t *target) quietNow(b *Breaker, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return b.quietLocked(t, now)
 }
