@@ -134,7 +134,9 @@ func (b *Breaker) startSyncLocked(t *target, now time.Time) {
 				t.mu.Unlock()
 				return
 			}
-			t.again = false
+			// The next run counts as a sync started now: an outcome
+			// during it is due only a flush interval after this.
+			t.again, t.lastSync = false, b.now()
 			t.mu.Unlock()
 		}
 	})
