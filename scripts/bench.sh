@@ -409,10 +409,11 @@ stage_lambda() {
 	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/bootstrap" ./functions/gateway
 	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/hello" ./scripts/bench/lambdahello
 	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/sdkhello" ./scripts/bench/lambdasdkhello
+	GOFLAGS= CGO_ENABLED=0 "${build[@]}" -o "$BIN/lambda/requiredsdk" ./scripts/bench/lambdarequiredsdk
 	go build -o "$BIN/" ./scripts/bench/lambdabench
 	{
 		echo "CGO_ENABLED=0 ${build[*]} (linux/$(go env GOARCH)): the flags of the deploy build (scripts/build-lambda.sh, linux/arm64)"
-		printf 'bootstrap\t%s\nhello\t%s\nsdkhello\t%s\n' "$(stat -c %s "$BIN/lambda/bootstrap")" "$(stat -c %s "$BIN/lambda/hello")" "$(stat -c %s "$BIN/lambda/sdkhello")"
+		printf 'bootstrap\t%s\nhello\t%s\nsdkhello\t%s\nrequiredsdk\t%s\n' "$(stat -c %s "$BIN/lambda/bootstrap")" "$(stat -c %s "$BIN/lambda/hello")" "$(stat -c %s "$BIN/lambda/sdkhello")" "$(stat -c %s "$BIN/lambda/requiredsdk")"
 	} >"$RAW/lambda_build.txt"
 	start_dynamo lambda
 	start_mock mock_lambda
@@ -420,7 +421,7 @@ stage_lambda() {
 	# A model that answers after 1.2 s: longer than the shared state's
 	# flush intervals (1 s), as real model calls are.
 	start_mock mock_lambda_slow -latency 1200ms
-	"$BIN/lambdabench" -bootstrap "$BIN/lambda/bootstrap" -hello "$BIN/lambda/hello" -sdk-hello "$BIN/lambda/sdkhello" -events "$ROOT/events" \
+	"$BIN/lambdabench" -bootstrap "$BIN/lambda/bootstrap" -hello "$BIN/lambda/hello" -sdk-hello "$BIN/lambda/sdkhello" -required-sdk-hello "$BIN/lambda/requiredsdk" -events "$ROOT/events" \
 		-dynamodb "http://$DYNAMO_COUNTER" -counts "http://$DYNAMO_COUNTER/__bench/counts" -upstream "http://$mock" \
 		-slow-upstream "http://$MOCK_ADDR" "${LAMBDA_N[@]}" -out "$RAW/lambda.json"
 }

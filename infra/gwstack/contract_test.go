@@ -1,6 +1,7 @@
 package gwstack
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -24,7 +25,7 @@ func TestDeploymentContract(t *testing.T) {
 			id   string
 			want []string
 		}{
-			{f.logicalID(f.g.GatewayFn), deployment.GatewayEnv()},
+			{f.logicalID(f.g.GatewayFn), append(deployment.GatewayEnv(), slices.Collect(maps.Keys(deployment.GoRuntimeEnv(s.GatewayMemoryMB)))...)},
 			{f.logicalID(f.g.RollupFn), deployment.RollupEnv()},
 		} {
 			res, ok := fns[fn.id]
@@ -50,6 +51,9 @@ func TestDeploymentContract(t *testing.T) {
 				// The gateway trusts the request context's caller only
 				// when this says AWS_IAM.
 				deployment.EnvFunctionURLAuthType: s.FunctionURLAuthType,
+			}
+			for k, v := range deployment.GoRuntimeEnv(s.GatewayMemoryMB) {
+				values[k] = v // read by the Go runtime (the gateway's cold start)
 			}
 			for _, k := range got {
 				if !reflect.DeepEqual(vars[k], values[k]) {

@@ -162,7 +162,7 @@ func DefaultSettings() Settings {
 		Stage:                      "dev",
 		AssetDir:                   "build/lambda",
 		RemovalPolicy:              RemovalRetain,
-		GatewayMemoryMB:            1024,
+		GatewayMemoryMB:            deployment.DefaultGatewayMemoryMB,
 		GatewayTimeout:             15 * time.Minute,
 		RollupMemoryMB:             512,
 		RollupTimeout:              5 * time.Minute,

@@ -281,7 +281,7 @@ func (g *Gateway) addGateway() {
 		ReservedConcurrentExecutions: reserved,
 		Role:                         role,
 		LogGroup:                     g.GatewayLogs,
-		Environment:                  g.environment(deployment.GatewayEnv()),
+		Environment:                  g.withGoRuntime(g.environment(deployment.GatewayEnv()), s.GatewayMemoryMB),
 		Layers:                       g.otelLayers(),
 	})
 
@@ -329,6 +329,15 @@ func (g *Gateway) environment(names []string) *map[string]*string {
 		}
 	}
 	return &env
+}
+
+// withGoRuntime adds the Go runtime's variables of a function of memoryMB
+// MB (deployment.GoRuntimeEnv) to env.
+func (g *Gateway) withGoRuntime(env *map[string]*string, memoryMB int) *map[string]*string {
+	for k, v := range deployment.GoRuntimeEnv(memoryMB) {
+		(*env)[k] = jsii.String(v)
+	}
+	return env
 }
 
 // addRollup defines the rollup function and its two schedules.

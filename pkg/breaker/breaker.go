@@ -138,6 +138,22 @@ type Options struct {
 	// batched outcome counts (default 1s). A failure run that would trip is
 	// flushed at once.
 	FlushInterval time.Duration
+	// QuietInterval is how long a quiet target's successes may stay
+	// unflushed and its cached closed state be trusted (default 30s; at
+	// most half the window; negative: quiet mode off). A target is quiet on
+	// an instance while it is closed, this instance's unflushed outcomes
+	// are all successes (none slower than the latency threshold), and the
+	// last flush answer showed no failures in the current and previous
+	// window buckets. Bounds: a quiet instance learns another instance's
+	// marked trip within QuietInterval (plus one store call), and other
+	// instances miss at most QuietInterval of its successes from their
+	// error rates (which errs toward tripping, never away from it). A
+	// local failure, slow sample or transition, or a flush answer with
+	// failures, ends quiet mode at once: the failure is flushed with the
+	// pending successes, and FlushInterval and CacheTTL apply again. A
+	// quiet target skips the VerifyInterval re-read (docs/state-model.md,
+	// "Quiet targets").
+	QuietInterval time.Duration
 	// VerifyInterval is how often a target's state item is re-read even
 	// when the window items show no transition marker (default 30s): a
 	// safety net for a writer that died between its transition and its
@@ -203,6 +219,9 @@ func New(st Store, settings config.BreakerSettings, opt Options) *Breaker {
 	}
 	if opt.FlushInterval <= 0 {
 		opt.FlushInterval = DefaultFlushInterval
+	}
+	if opt.QuietInterval == 0 {
+		opt.QuietInterval = DefaultQuietInterval
 	}
 	if opt.VerifyInterval <= 0 {
 		opt.VerifyInterval = DefaultVerifyInterval
@@ -274,18 +293,29 @@ func (b *Breaker) AllowContext(ctx context.Context, id string, force Force) (fun
 	now := b.now()
 	t.mu.Lock()
 	st, _ := b.stateLocked(t, now)
-	if st != Open && (!t.known || now.Sub(t.confirmedAt) >= b.opt.CacheTTL) && b.call.Healthy() {
+	if st != Open && (!t.known || now.Sub(t.confirmedAt) >= b.trustLocked(t, now)) && b.call.Healthy() {
 		switch {
 		case !t.busy:
 			// Singleflight: this caller reads; concurrent ones use the
-			// cache, or wait for this read when there is no cache yet.
+			// cache, or wait for this read when there is no cache yet. A
+			// quiet target flushes its successes instead: the answer
+			// confirms the cache unless a transition marker moved.
+			flush := b.quietLocked(t, now) && t.pending.total > 0
 			t.busy, t.loading = true, make(chan struct{})
 			t.mu.Unlock()
-			b.refresh(t, true, now)
+			if flush {
+				b.syncOnce(t)
+			} else {
+				b.refresh(t, true, now)
+			}
 			t.mu.Lock()
 			t.busy = false
 			close(t.loading)
 			t.loading = nil
+			if t.again { // a sync was asked for meanwhile (urgent or due)
+				t.again = false
+				b.startSyncLocked(t, b.now())
+			}
 		case !t.known && t.loading != nil:
 			ch := t.loading
 			t.mu.Unlock()

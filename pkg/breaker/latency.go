@@ -200,7 +200,7 @@ func (b *Breaker) latencySnapshotLocked(t *target, now time.Time) *LatencySnapsh
 func (b *Breaker) tripSlowLocked(t *target, now time.Time) {
 	until := store.FromMillis(store.Millis(now.Add(b.cfg().lat.Cooldown.D())))
 	t.loc = localTrip{pending: true, openUntil: later(until, t.loc.openUntil), trips: t.sh.trips + 1, reason: ReasonLatency}
-	t.consecutive, t.fullRound = 0, time.Time{}
+	t.consecutive, t.fullRound, t.calm = 0, time.Time{}, false
 }
 
 // flushLatency writes the local samples (one Add on the current latency

@@ -149,7 +149,9 @@ func TestDynaliteStopped(t *testing.T) {
 	t.Run("warm", func(t *testing.T) {
 		endpoint := storetest.StartDynalite(t)
 		st := storetest.NewDynamoStore(t, endpoint, dynamo.WithClock(clk.Now))
-		a = New(st, testSettings(), Options{Now: clk.Now, StoreContext: newCtx, Logger: logger(logs)})
+		// Quiet mode off: p/ok must reach the store every cache period
+		// (a quiet target makes no store call in these 10 s).
+		a = New(st, testSettings(), Options{Now: clk.Now, StoreContext: newCtx, Logger: logger(logs), QuietInterval: -1})
 		run(a, "p/ok", Success)
 		tripA(t, a)
 		settle(a)

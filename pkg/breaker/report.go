@@ -28,7 +28,7 @@ func (b *Breaker) noteLocked(t *target, now time.Time, source string) *transitio
 		return nil
 	}
 	tr := &transition{from: t.lastState, to: st, snap: b.snapshotLocked(t, now), source: source}
-	t.lastState = st
+	t.lastState, t.calm = st, false // a transition ends quiet mode
 	return tr
 }
 

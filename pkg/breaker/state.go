@@ -98,6 +98,7 @@ type target struct {
 	busy        bool          // a request's store read or a background sync is running
 	loading     chan struct{} // closed when the request-path read in flight ends
 	again       bool          // run the background sync once more
+	calm        bool          // the last flush answer showed no failures (quiet.go)
 
 	// Transition-marker baseline: the gen of window genStart when sh was
 	// last read.
@@ -245,10 +246,15 @@ func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Dura
 	if t.pending.total == 0 {
 		t.pendingAt = now
 	}
+	wasQuiet := b.quietLocked(t, now)
 	t.pending.total++
 	slowTrip := false
 	if b.cfg().lat != nil && ttft > 0 {
 		b.recordLatencyLocked(t, now, ttft)
+		if ttft > b.cfg().lat.Threshold.D() {
+			t.calm = false
+			slowTrip = slowTrip || wasQuiet // and so does its first slow sample
+		}
 		if st, _ := b.stateLocked(t, now); st == Closed && b.slow(b.latEstimateLocked(t, now)) {
 			if b.call.Healthy() {
 				slowTrip = true // the flush decides on fresh global samples
@@ -267,7 +273,8 @@ func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Dura
 	}
 	t.pending.failures++
 	t.consecutive++
-	urgent := slowTrip
+	urgent := slowTrip || wasQuiet // a quiet target's first failure goes out at once
+	t.calm = false
 	if st, _ := b.stateLocked(t, now); st == Closed {
 		switch {
 		case b.cfg().set.ConsecutiveFailures > 0 && t.consecutive >= b.cfg().set.ConsecutiveFailures:
@@ -292,7 +299,7 @@ func (b *Breaker) done(ctx context.Context, t *target, o Outcome, ttft time.Dura
 func (b *Breaker) tripLocallyLocked(t *target, now time.Time, trips int, reason string) {
 	until := store.FromMillis(store.Millis(now.Add(b.cooldown(trips))))
 	t.loc = localTrip{pending: true, openUntil: later(until, t.loc.openUntil), trips: trips + 1, reason: reason}
-	t.consecutive, t.fullRound = 0, time.Time{}
+	t.consecutive, t.fullRound, t.calm = 0, time.Time{}, false
 }
 
 // probeDone settles a half-open probe: success closes, failure reopens

@@ -58,6 +58,9 @@ func (b *Breaker) installLocked(t *target, sh shared, now time.Time, seq uint64)
 			t.consecutive = 0
 		}
 	}
+	if sh.open != t.sh.open || !sh.epoch.Equal(t.sh.epoch) {
+		t.calm = false // a transition ends quiet mode
+	}
 	if !sh.epoch.Equal(t.sh.epoch) {
 		// A close started a new window grid: old counts are history, and
 		// so are the samples of a slow episode.
@@ -96,7 +99,11 @@ func (b *Breaker) refresh(t *target, blocking bool, now time.Time) bool {
 // maybeSyncLocked starts the background sync when it is due (one flush
 // interval since the last one) or urgent, unless one is running.
 func (b *Breaker) maybeSyncLocked(t *target, now time.Time, urgent bool) {
-	due := now.Sub(t.lastSync) >= min(b.opt.FlushInterval, b.opt.CacheTTL/2)
+	every := min(b.opt.FlushInterval, b.opt.CacheTTL/2)
+	if b.quietLocked(t, now) {
+		every = b.quietEvery()
+	}
+	due := now.Sub(t.lastSync) >= every
 	if !urgent && !due {
 		return
 	}
@@ -104,11 +111,19 @@ func (b *Breaker) maybeSyncLocked(t *target, now time.Time, urgent bool) {
 		t.urgent = true
 	}
 	if t.busy {
-		if urgent {
-			t.again = true
-		}
+		// The call running now (a background sync, or a request's read)
+		// may have taken t.pending before this outcome: run the sync once
+		// more when it ends, or a due outcome would wait for this
+		// instance's next request (and an idle instance never sends it).
+		t.again = true
 		return
 	}
+	b.startSyncLocked(t, now)
+}
+
+// startSyncLocked starts the background sync (t.busy must be false): it
+// runs syncOnce, and again for as long as an outcome asks for it meanwhile.
+func (b *Breaker) startSyncLocked(t *target, now time.Time) {
 	t.busy, t.lastSync = true, now
 	b.call.Go(func() {
 		for {
@@ -119,7 +134,9 @@ func (b *Breaker) maybeSyncLocked(t *target, now time.Time, urgent bool) {
 				t.mu.Unlock()
 				return
 			}
-			t.again = false
+			// The next run counts as a sync started now: an outcome
+			// during it is due only a flush interval after this.
+			t.again, t.lastSync = false, b.now()
 			t.mu.Unlock()
 		}
 	})
@@ -135,7 +152,7 @@ func (b *Breaker) syncOnce(t *target) {
 	t.mu.Lock()
 	b.dropStalePendingLocked(t, start)
 	p := t.pending
-	if !t.urgent && start.Sub(t.lastFlush) < b.opt.FlushInterval {
+	if !t.urgent && start.Sub(t.lastFlush) < b.flushEveryLocked(t, start) {
 		p = counts{} // flushed recently: this sync only refreshes
 	}
 	if p.total > 0 {
@@ -143,8 +160,15 @@ func (b *Breaker) syncOnce(t *target) {
 	}
 	s := b.bucket(t.sh.epoch, start)
 	age := start.Sub(t.confirmedAt)
-	confirmed := t.known && age < b.opt.CacheTTL
-	needGet := !t.known || start.Sub(t.verifiedAt) >= b.opt.VerifyInterval
+	quiet := b.quietLocked(t, start)
+	confirmed := t.known && age < b.confirmableLocked(t, start)
+	// A quiet target skips the safety-net read: it learns marked trips
+	// from its flushes, and re-reads once it leaves quiet mode.
+	needGet := !t.known || (!quiet && start.Sub(t.verifiedAt) >= b.opt.VerifyInterval)
+	refreshAt := b.opt.FlushInterval // nothing to flush: refresh ahead of expiry
+	if quiet {
+		refreshAt = b.quietEvery()
+	}
 	seq := t.seq
 	t.mu.Unlock()
 
@@ -163,6 +187,7 @@ func (b *Breaker) syncOnce(t *target) {
 			// Counts stay pending; decide on the local estimate meanwhile.
 			now := b.now()
 			t.mu.Lock()
+			t.calm = false
 			if st, _ := b.stateLocked(t, now); st == Closed && b.tripsByRate(b.estimateLocked(t, now)) {
 				b.tripLocallyLocked(t, now, t.sh.trips, ReasonErrorRate)
 			} else if st == Closed && b.slow(b.latEstimateLocked(t, now)) {
@@ -209,10 +234,15 @@ func (b *Breaker) syncOnce(t *target) {
 				t.mu.Unlock()
 			}
 		}
-	} else if !confirmed || age >= b.opt.FlushInterval {
+	} else if !confirmed || age >= refreshAt {
 		needGet = true // nothing to flush: refresh ahead of expiry
 	}
 	latFlushed := flushed && b.flushLatency(t, start)
+	if flushed {
+		t.mu.Lock()
+		b.calmAnswerLocked(t, start)
+		t.mu.Unlock()
+	}
 
 	if needGet {
 		t.mu.Lock()

@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -107,20 +108,22 @@ const (
 )
 
 var (
-	guardrailID      = regexp.MustCompile(`^(([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+))$`)
-	guardrailVersion = regexp.MustCompile(`^(([1-9][0-9]{0,7})|(DRAFT))$`)
-	awsRegion        = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
+	guardrailID = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+))$`)
+	})
+	guardrailVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(([1-9][0-9]{0,7})|(DRAFT))$`) })
+	awsRegion        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`) })
 )
 
 // prepareGuardrail defaults and validates a policy's guardrail layer.
 func prepareGuardrail(at Path, g *ModerationGuardrail) error {
-	if !guardrailID.MatchString(g.ID) || len(g.ID) > 2048 {
+	if !guardrailID().MatchString(g.ID) || len(g.ID) > 2048 {
 		return errAt(at.Key("id"), "%s is not a guardrail id (lowercase letters and digits, e.g. abc123def456) or guardrail ARN", show(g.ID))
 	}
-	if !guardrailVersion.MatchString(g.Version) {
+	if !guardrailVersion().MatchString(g.Version) {
 		return errAt(at.Key("version"), "%s is not a guardrail version: a number (quote it in YAML: \"1\") or DRAFT", show(g.Version))
 	}
-	if g.Region != "" && !awsRegion.MatchString(g.Region) {
+	if g.Region != "" && !awsRegion().MatchString(g.Region) {
 		return errAt(at.Key("region"), "%s is not an AWS region", show(g.Region))
 	}
 	if g.Endpoint != "" {

@@ -3,6 +3,7 @@ package config
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // IAMCaller maps AWS callers to a team when the Function URL's auth type
@@ -31,8 +32,8 @@ type IAMCaller struct {
 }
 
 var (
-	accountID = regexp.MustCompile(`^[0-9]{12}$`)
-	orgID     = regexp.MustCompile(`^o-[a-z0-9]{10,32}$`)
+	accountID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{12}$`) })
+	orgID     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^o-[a-z0-9]{10,32}$`) })
 )
 
 // prepareIAMCallers validates the iam_callers rules.
@@ -45,10 +46,10 @@ func (c *Config) prepareIAMCallers() error {
 		if r.Principal != "" && (!strings.HasPrefix(r.Principal, "arn:") || len(r.Principal) > 2048) {
 			return errAt(at.Key("principal"), "%s is not an ARN pattern (arn:aws:iam::<account>:role/<name>, * for any characters)", show(r.Principal))
 		}
-		if r.Account != "" && !accountID.MatchString(r.Account) {
+		if r.Account != "" && !accountID().MatchString(r.Account) {
 			return errAt(at.Key("account"), "%s is not a 12-digit AWS account id (quote it in YAML)", show(r.Account))
 		}
-		if r.OrgID != "" && !orgID.MatchString(r.OrgID) {
+		if r.OrgID != "" && !orgID().MatchString(r.OrgID) {
 			return errAt(at.Key("org_id"), "%s is not an AWS Organizations id (o-...)", show(r.OrgID))
 		}
 		if _, ok := c.Teams[r.Team]; !ok {

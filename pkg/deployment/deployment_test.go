@@ -163,3 +163,16 @@ func TestLeaf(t *testing.T) {
 		}
 	}
 }
+
+// TestGoRuntimeEnv: the gateway function's Go runtime settings are a GC
+// percent whose first collection comes after the cold start, and a soft
+// memory limit inside the function's memory.
+func TestGoRuntimeEnv(t *testing.T) {
+	env := deployment.GoRuntimeEnv(1024)
+	if env[deployment.EnvGOGC] != "400" || env[deployment.EnvGOMEMLIMIT] != "768MiB" || len(env) != 2 {
+		t.Errorf("GoRuntimeEnv(1024) = %v, want GOGC 400 and GOMEMLIMIT 768MiB", env)
+	}
+	if got := deployment.GoRuntimeEnv(128)[deployment.EnvGOMEMLIMIT]; got != "96MiB" {
+		t.Errorf("GOMEMLIMIT at 128 MB = %q, want 96MiB", got)
+	}
+}

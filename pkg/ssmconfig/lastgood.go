@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
@@ -133,10 +134,14 @@ func (lg *LastGood) Save(ctx context.Context, snap *Snapshot) (stored bool, err 
 
 // credentialish matches values that look like credentials (bearer tokens,
 // provider key prefixes, AWS access key ids, long opaque tokens).
-var credentialish = regexp.MustCompile(`(?i)(bearer\s+\S|\b(sk|gsk|xai|rk)-[A-Za-z0-9_\-]{6,}|\bsk-ant-|\bA(KIA|SIA)[A-Z0-9]{12,}|[A-Za-z0-9_\-+/]{32,})`)
+var credentialish = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(bearer\s+\S|\b(sk|gsk|xai|rk)-[A-Za-z0-9_\-]{6,}|\bsk-ant-|\bA(KIA|SIA)[A-Z0-9]{12,}|[A-Za-z0-9_\-+/]{32,})`)
+})
 
 // secretQuery matches URL query parameter names that carry credentials.
-var secretQuery = regexp.MustCompile(`(?i)(key|token|secret|signature|password|credential)`)
+var secretQuery = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(key|token|secret|signature|password|credential)`)
+})
 
 // CheckNoSecrets reports why snap must not be stored in the table, or nil:
 // a source parameter is a SecureString (its decrypted value would be
@@ -157,12 +162,12 @@ func CheckNoSecrets(snap *Snapshot, cfg *config.Config) error {
 			}
 		}
 		for h, v := range p.Headers {
-			if credentialish.MatchString(v) || secretQuery.MatchString(h) {
+			if credentialish().MatchString(v) || secretQuery().MatchString(h) {
 				return fmt.Errorf("providers.%s.headers.%s looks like a credential", id, h)
 			}
 		}
 		for o, v := range p.Options {
-			if credentialish.MatchString(v) {
+			if credentialish().MatchString(v) {
 				return fmt.Errorf("providers.%s.options.%s looks like a credential", id, o)
 			}
 		}
@@ -178,7 +183,7 @@ func CheckNoSecrets(snap *Snapshot, cfg *config.Config) error {
 				return fmt.Errorf("providers.%s.%s holds a password", id, field)
 			}
 			for q := range u.Query() {
-				if secretQuery.MatchString(q) {
+				if secretQuery().MatchString(q) {
 					return fmt.Errorf("providers.%s.%s has a credential-like query parameter %q", id, field, q)
 				}
 			}

@@ -9,7 +9,9 @@
 //     With -sdk-hello, a third binary joins the interleave: the hello-world
 //     with the AWS SDK packages the bootstrap links
 //     (scripts/bench/lambdasdkhello), the floor of what Go's package
-//     initialization of the SDK costs before main;
+//     initialization of the SDK costs before main; with
+//     -required-sdk-hello, a fourth: the hello-world with only the SDK
+//     clients the project must use (scripts/bench/lambdarequiredsdk);
 //   - after the last byte: for each invocation of a warm process, the time
 //     from the last body byte the client reads to the function's next GET
 //     .../invocation/next (its handler returned: on Lambda, the billed time
@@ -37,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -82,6 +85,7 @@ func main() {
 	flag.StringVar(&o.bootstrap, "bootstrap", "", "the gateway's Lambda bootstrap binary")
 	flag.StringVar(&o.hello, "hello", "", "the hello-world lambdaurl binary (scripts/bench/lambdahello)")
 	flag.StringVar(&o.sdkHello, "sdk-hello", "", "optional: the hello-world with the AWS SDK packages the bootstrap links (scripts/bench/lambdasdkhello)")
+	flag.StringVar(&o.requiredSDK, "required-sdk-hello", "", "optional: the hello-world with only the SDK clients the project must use (scripts/bench/lambdarequiredsdk)")
 	flag.StringVar(&o.dynamodb, "dynamodb", "", "DynamoDB endpoint URL (the counting proxy in front of dynalite)")
 	flag.StringVar(&o.counts, "counts", "", "the counting proxy's /__bench/counts URL")
 	flag.StringVar(&o.upstream, "upstream", "", "the mock upstream's base URL (http://host:port)")
@@ -115,7 +119,7 @@ func main() {
 
 type options struct {
 	bootstrap, hello, sdkHello, dynamodb, counts, upstream, events, table string
-	slowUpstream                                                          string
+	slowUpstream, requiredSDK                                             string
 	nInit, n, warmup, nSlow                                               int
 	settle                                                                time.Duration
 }
@@ -159,6 +163,9 @@ type InitResult struct {
 	// linked (-sdk-hello), and RatioSDKP50 the gateway's p50 over its p50.
 	SDKHello    *Dist   `json:"sdk_hello_start_to_ready,omitempty"`
 	RatioSDKP50 float64 `json:"ratio_to_sdk_hello_p50,omitempty"`
+	// RequiredSDKHello is the init of the hello-world with only the SDK
+	// clients the project must use linked (-required-sdk-hello).
+	RequiredSDKHello *Dist `json:"required_sdk_hello_start_to_ready,omitempty"`
 	// DynamoPerInit and SSMPerInit are the gateway's calls per cold start:
 	// init and the first invocation (whose usage record is one PutItem).
 	DynamoPerInit map[string]float64 `json:"dynamodb_calls_per_gateway_cold_start"`
@@ -252,6 +259,12 @@ func run(ctx context.Context, o options) (*Report, error) {
 	}
 	common := []string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_LAMBDA_FUNCTION_NAME=llmgw-bench-gateway", deployment.EnvStage + "=" + stage}
+	// The Go runtime's variables the stack sets on the gateway function
+	// (GOGC, GOMEMLIMIT at the default memory size), on every binary: the
+	// floors run in the same environment.
+	for _, k := range slices.Sorted(maps.Keys(deployment.GoRuntimeEnv(deployment.DefaultGatewayMemoryMB))) {
+		common = append(common, k+"="+deployment.GoRuntimeEnv(deployment.DefaultGatewayMemoryMB)[k])
+	}
 	gwEnv := append(slices.Clip(common), deployment.EnvConfigPath+"="+deployment.ConfigPath(stage), "AWS_ENDPOINT_URL_SSM="+ssm.URL,
 		deployment.EnvTable+"="+o.table, "AWS_ENDPOINT_URL_DYNAMODB="+kinds.URL)
 	gw := binary{name: "gateway", path: o.bootstrap, env: gwEnv}
@@ -259,6 +272,9 @@ func run(ctx context.Context, o options) (*Report, error) {
 	starts := []binary{gw, hello}
 	if o.sdkHello != "" {
 		starts = append(starts, binary{name: "sdk-hello", path: o.sdkHello, env: common})
+	}
+	if o.requiredSDK != "" {
+		starts = append(starts, binary{name: "required-sdk-hello", path: o.requiredSDK, env: common})
 	}
 
 	rep := &Report{Mode: "lambda", Status: "measured", Invocations: map[string]*InvResult{}, Refresh: deployment.DefaultConfigRefresh.String(),
@@ -270,7 +286,7 @@ func run(ctx context.Context, o options) (*Report, error) {
 		return nil, err
 	}
 	// Init, interleaved. The first start of each is not kept (page cache).
-	var gwInit, helloInit, sdkInit, gwFirst, helloFirst []time.Duration
+	var gwInit, helloInit, sdkInit, reqInit, gwFirst, helloFirst []time.Duration
 	ssmBefore, kindsBefore := ssmCounts(ssm), kinds.snapshot()
 	for i := -1; i < o.nInit; i++ {
 		for _, b := range starts {
@@ -290,8 +306,10 @@ func run(ctx context.Context, o options) (*Report, error) {
 				gwInit, gwFirst = append(gwInit, d), append(gwFirst, first)
 			case "hello":
 				helloInit, helloFirst = append(helloInit, d), append(helloFirst, first)
-			default:
+			case "sdk-hello":
 				sdkInit = append(sdkInit, d)
+			default:
+				reqInit = append(reqInit, d)
 			}
 		}
 	}
@@ -311,6 +329,11 @@ func run(ctx context.Context, o options) (*Report, error) {
 		}
 		fmt.Fprintf(os.Stderr, "lambda init p50: hello with the AWS SDK packages linked %.2f ms (%.2fx hello); gateway %.2fx that\n",
 			d.P50/1000, d.P50/rep.Init.Hello.P50, rep.Init.RatioSDKP50)
+	}
+	if len(reqInit) > 0 {
+		d := distOf(reqInit)
+		rep.Init.RequiredSDKHello = &d
+		fmt.Fprintf(os.Stderr, "lambda init p50: hello with only the required SDK clients linked %.2f ms (%.2fx hello)\n", d.P50/1000, d.P50/rep.Init.Hello.P50)
 	}
 
 	// Warm invocations, interleaved: non-streaming, streaming, hello.
