@@ -150,23 +150,80 @@ start_mock() {
 	MOCK_ADDR=$(cat "$WORK/$name.addr")
 }
 
-# gateway_config FILE MOCK_ADDR: one route, bench, whose only target is an
-# openai-kind provider at the mock.
+# gateway_config FILE MOCK_ADDR: the bench routes, every target at the
+# mock. Passthrough: bench (Chat Completions and Responses: an openai-kind
+# provider with apis [chat, responses]), bench-messages (Messages: an
+# anthropic-kind provider). Translation: bench-msg-openai (Messages client
+# to a chat-only openai-kind target), bench-msg-bedrock (Messages client to
+# a Bedrock Converse model), bench-resp-chat (Responses client to a
+# chat-only target).
 gateway_config() {
 	cat >"$1" <<EOF
 providers:
   mock:
     kind: openai
     base_url: http://$2/v1
+    apis: [chat, responses]
+  mockchat:
+    kind: openai
+    base_url: http://$2/v1
+  mockanth:
+    kind: anthropic
+    base_url: http://$2
+  mockbedrock:
+    kind: bedrock
+    region: us-east-1
+    endpoint: http://$2
 routes:
   bench:
     targets:
       - {provider: mock, model: bench-model}
+  bench-messages:
+    targets:
+      - {provider: mockanth, model: bench-model}
+  bench-msg-openai:
+    targets:
+      - {provider: mockchat, model: bench-model}
+  bench-msg-bedrock:
+    targets:
+      - {provider: mockbedrock, model: "amazon.nova-lite-v1:0"}
+  bench-resp-chat:
+    targets:
+      - {provider: mockchat, model: bench-model}
 EOF
 }
 
+# The APIs measured, each with its path; API_ROUTE is the gateway's
+# passthrough route for it, API_XLATE its translation targets
+# (name=route).
+APIS=(chat messages responses)
+declare -A API_PATH=([chat]=/v1/chat/completions [messages]=/v1/messages [responses]=/v1/responses)
+declare -A API_ROUTE=([chat]=bench [messages]=bench-messages [responses]=bench)
+declare -A API_XLATE=([chat]="" [messages]="gateway_openai=bench-msg-openai gateway_bedrock=bench-msg-bedrock" [responses]="gateway_chat=bench-resp-chat")
+# The gateway signs Bedrock requests with the AWS chain: static dummy
+# credentials, so it stops there.
+export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-bench} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-bench} AWS_EC2_METADATA_DISABLED=true
+unset AWS_PROFILE AWS_ENDPOINT_URL AWS_ENDPOINT_URL_BEDROCK_RUNTIME
+
+# api_targets API [xlate]: sets TARGETS for one API over the paths of
+# start_paths (and, with xlate, the gateway's translation routes for it).
+api_targets() {
+	local api=$1 p=${API_PATH[$1]} r=${API_ROUTE[$1]} x
+	TARGETS=(-target "direct=http://$MOCK_ADDR$p@$r" -target "revproxy=http://$RP_ADDR$p@$r"
+		-target "tcprelay=http://$TCP_ADDR$p@$r" -target "gateway=http://$GW_ADDR$p@$r")
+	if [ "${2:-}" = xlate ]; then
+		for x in ${API_XLATE[$api]}; do
+			TARGETS+=(-target "${x%%=*}=http://$GW_ADDR$p@${x#*=}")
+		done
+	fi
+}
+
+# suffix API: the raw file suffix of an API (none for chat, as before).
+suffix() { if [ "$1" = chat ]; then echo ""; else echo "_$1"; fi; }
+
 # start_paths STAGE MOCK_ARGS...: a mock and the three proxies in front of it.
-# Sets TARGETS and PIDARGS (loadgen flags) and the *_PID variables.
+# Sets TARGETS (chat's; api_targets for another API) and PIDARGS (loadgen
+# flags) and the *_PID and *_ADDR variables.
 start_paths() {
 	local s=$1
 	shift
@@ -181,8 +238,8 @@ start_paths() {
 	wait_file "$WORK/rp_$s.addr" "$RP_PID" "rp_$s"
 	wait_file "$WORK/tcp_$s.addr" "$TCP_PID" "tcp_$s"
 	GW_ADDR=$(gateway_addr "gw_$s" "$GW_PID")
-	TARGETS=(-target "direct=http://$MOCK_ADDR$CHAT" -target "revproxy=http://$(cat "$WORK/rp_$s.addr")$CHAT"
-		-target "tcprelay=http://$(cat "$WORK/tcp_$s.addr")$CHAT" -target "gateway=http://$GW_ADDR$CHAT")
+	RP_ADDR=$(cat "$WORK/rp_$s.addr") TCP_ADDR=$(cat "$WORK/tcp_$s.addr")
+	api_targets chat
 	PIDARGS=(-pid "direct=$MOCK_PID" -pid "revproxy=$RP_PID" -pid "tcprelay=$TCP_PID" -pid "gateway=$GW_PID")
 }
 
@@ -236,8 +293,12 @@ stage_build() {
 stage_latency() {
 	start_paths lat -chunks 16
 	echo "$(grep -o '"store":"[^"]*"' "$WORK/gw_lat.log" | head -1 | cut -d'"' -f4 | sed "s|$WORK|<run temp dir>|") on $(df -T "$WORK" | awk 'NR==2 {print $2}')" >"$RAW/gateway_store.txt"
-	"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B.json"
-	"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB.json"
+	local api
+	for api in "${APIS[@]}"; do
+		api_targets "$api" xlate
+		"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B$(suffix "$api").json"
+		"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB$(suffix "$api").json"
+	done
 }
 
 stage_saturate() {
@@ -247,7 +308,11 @@ stage_saturate() {
 
 stage_stream() {
 	start_paths stream "${STREAM_MOCK[@]}"
-	"$LG" stream "${STREAM[@]}" "${TARGETS[@]}" -out "$RAW/stream.json"
+	local api
+	for api in "${APIS[@]}"; do
+		api_targets "$api" xlate
+		"$LG" stream "${STREAM[@]}" "${TARGETS[@]}" -out "$RAW/stream$(suffix "$api").json"
+	done
 	echo "mock: ${STREAM_MOCK[*]}" >"$RAW/stream.mock"
 }
 
@@ -258,9 +323,16 @@ stage_memory() {
 		echo "open files limit $(ulimit -n) < $want: raise it (ulimit -n)" >&2
 		return 1
 	fi
-	# A slow mock: the first chunk at once, then one a second, so streams stay open.
-	start_paths mem -chunks 300 -chunk-gap 1s
-	"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold.json"
+	# A slow mock: the first chunk at once, then one a second, so streams
+	# stay open. Fresh processes for each API: VmHWM is a high-water mark.
+	local api
+	for api in "${APIS[@]}"; do
+		STAGE_PIDS=()
+		start_paths "mem_$api" -chunks 300 -chunk-gap 1s
+		api_targets "$api"
+		"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold$(suffix "$api").json"
+		stop_pids "${STAGE_PIDS[@]}"
+	done
 }
 
 stage_cold() {
