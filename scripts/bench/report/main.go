@@ -314,41 +314,9 @@ func (r *reporter) table(stages map[string]string) []string {
 	r.p("")
 	r.p("Added = the path's figure minus the direct figure (load generator -> mock). Ratio = gateway / ReverseProxy floor.")
 	r.p("")
-	// Latency at concurrency 1.
-	for _, size := range []string{"200B", "10KB"} {
-		var lf latencyFile
-		stage := "latency"
-		if !r.load("latency_"+size+".json", &lf) {
-			rows = append(rows, row{name: "added latency, c=1, " + size + " body", gwText: missing(stage, failed(stage))})
-			goals = append(goals, fmt.Sprintf("added p50 at c=1 (%s) within %.2fx of ReverseProxy's: not measured (%s)", size, latencyGoal[size], missing(stage, failed(stage))))
-			continue
-		}
-		paths := map[string]dist{}
-		for k, v := range lf.Paths {
-			paths[k] = v.Latency
-		}
-		label := fmt.Sprintf("%d B body", lf.BodyBytes)
-		for _, q := range []struct {
-			name string
-			fn   func(dist) float64
-		}{{"p50", p50}, {"p99", p99}} {
-			rows = append(rows, row{name: "added latency " + q.name + ", c=1, non-streaming, " + label, unit: "µs",
-				gw: added(paths, gw, q.fn), rp: added(paths, rp, q.fn), tcp: added(paths, tcp, q.fn), direct: abs(paths, direct, q.fn),
-				dirText: fmtAbs(abs(paths, direct, q.fn), "µs", 0, "(absolute) ")})
-		}
-		g, fl := added(paths, gw, p50), added(paths, rp, p50)
-		goals = append(goals, ratioGoal(fmt.Sprintf("added p50 at c=1, %s: gateway within %.2fx of ReverseProxy's added latency", label, latencyGoal[size]), g, fl, latencyGoal[size], false, "µs"))
-		cpu := func(p string) *float64 {
-			if v, ok := lf.Paths[p]; ok {
-				return v.CPUPerReq
-			}
-			return nil
-		}
-		rows = append(rows, row{name: "CPU per request at c=1, " + label + " (proxy process; direct: the mock)", unit: "µs", decimals: 0,
-			gw: cpu(gw), rp: cpu(rp), tcp: cpu(tcp), direct: cpu(direct)})
-	}
-
-	// Saturation.
+	// Saturation (Chat Completions).
+	var satRows []row
+	var satGoals []string
 	var sf satFile
 	if r.load("saturate.json", &sf) {
 		get := func(p string, fn func(int, float64, *float64) *float64) *float64 {
@@ -360,75 +328,25 @@ func (r *reporter) table(stages map[string]string) []string {
 		}
 		thr := func(_ int, a float64, _ *float64) *float64 { return f(a) }
 		cpu := func(_ int, _ float64, c *float64) *float64 { return c }
-		rows = append(rows, row{name: fmt.Sprintf("throughput at saturation (p99 < %.0f ms, 0 errors; %s steps)", sf.P99Limit/1000, trim(sf.StepSecs)), unit: "req/s",
+		satRows = append(satRows, row{name: fmt.Sprintf("throughput at saturation (p99 < %.0f ms, 0 errors; %s steps)", sf.P99Limit/1000, trim(sf.StepSecs)), unit: "req/s",
 			gw: get(gw, thr), rp: get(rp, thr), tcp: get(tcp, thr), direct: get(direct, thr)})
-		rows = append(rows, row{name: "CPU per request at that rate (proxy process; direct: the mock)", unit: "µs", decimals: 0,
+		satRows = append(satRows, row{name: "CPU per request at that rate (proxy process; direct: the mock)", unit: "µs", decimals: 0,
 			gw: get(gw, cpu), rp: get(rp, cpu), tcp: get(tcp, cpu), direct: get(direct, cpu)})
-		goals = append(goals, ratioGoal("saturation throughput >= 80% of ReverseProxy's", get(gw, thr), get(rp, thr), 0.8, true, "req/s"))
+		satGoals = append(satGoals, ratioGoal("saturation throughput >= 90% of ReverseProxy's", get(gw, thr), get(rp, thr), 0.9, true, "req/s"))
 	} else {
-		rows = append(rows, row{name: "throughput at saturation", gwText: missing("saturate", failed("saturate"))})
-		goals = append(goals, "saturation throughput >= 80% of ReverseProxy's: not measured ("+missing("saturate", failed("saturate"))+")")
+		satRows = append(satRows, row{name: "throughput at saturation", gwText: missing("saturate", failed("saturate"))})
+		satGoals = append(satGoals, "saturation throughput >= 90% of ReverseProxy's: not measured ("+missing("saturate", failed("saturate"))+")")
 	}
 
-	// Streaming.
-	var stf streamFile
-	if r.load("stream.json", &stf) {
-		ttfb, ttfc, gap := map[string]dist{}, map[string]dist{}, map[string]dist{}
-		for k, v := range stf.Paths {
-			ttfb[k], ttfc[k], gap[k] = v.TTFB, v.TTFC, v.Gap
+	// Latency at concurrency 1, streaming and memory: one section per
+	// client API, each against the ReverseProxy on the same API's path.
+	for _, api := range apis {
+		rr, gg := r.apiRows(api, failed)
+		rows, goals = append(rows, rr...), append(goals, gg...)
+		if api.name == "chat" {
+			rows, goals = append(rows, satRows...), append(goals, satGoals...)
 		}
-		for _, q := range []struct {
-			name string
-			fn   func(dist) float64
-		}{{"p50", p50}, {"p99", p99}} {
-			rows = append(rows, row{name: "streaming: added time to first data frame " + q.name, unit: "µs",
-				gw: added(ttfb, gw, q.fn), rp: added(ttfb, rp, q.fn), tcp: added(ttfb, tcp, q.fn),
-				dirText: fmtAbs(abs(ttfb, direct, q.fn), "µs", 0, "(absolute) ")})
-		}
-		if added(ttfc, gw, p50) != nil && added(ttfc, rp, p50) != nil {
-			rows = append(rows, row{name: "streaming: added time to first content frame p50 (the first token the user sees)", unit: "µs",
-				gw: added(ttfc, gw, p50), rp: added(ttfc, rp, p50), tcp: added(ttfc, tcp, p50),
-				dirText: fmtAbs(abs(ttfc, direct, p50), "µs", 0, "(absolute) ")})
-		}
-		rows = append(rows, row{name: "streaming: added inter-frame gap p99", unit: "µs",
-			gw: added(gap, gw, p99), rp: added(gap, rp, p99), tcp: added(gap, tcp, p99),
-			dirText: fmtAbs(abs(gap, direct, p99), "µs", 0, "(absolute) ")})
-		goals = append(goals, ratioGoal("streaming: added time to first data frame p50 <= ReverseProxy's", added(ttfb, gw, p50), added(ttfb, rp, p50), 1.0, false, "µs"))
-		goals = append(goals, ratioGoal("streaming: added inter-frame gap p99 <= ReverseProxy's", added(gap, gw, p99), added(gap, rp, p99), 1.0, false, "µs"))
-	} else {
-		rows = append(rows, row{name: "streaming: added TTFB / inter-frame gap", gwText: missing("stream", failed("stream"))})
-		goals = append(goals, "streaming: added time to first frame and inter-frame gap <= ReverseProxy's: not measured ("+missing("stream", failed("stream"))+")")
 	}
-
-	// Memory.
-	var hf holdFile
-	if r.load("hold.json", &hf) {
-		get := func(p string, fn func(int64, int64, float64) float64) *float64 {
-			v, ok := hf.Paths[p]
-			if !ok {
-				return nil
-			}
-			return f(fn(v.IdleRSSKB, v.PeakHWMKB, v.PerStreamKB))
-		}
-		n := 0
-		if v, ok := hf.Paths[gw]; ok {
-			n = v.Streams
-		}
-		per := func(_, _ int64, p float64) float64 { return p }
-		idle := func(i, _ int64, _ float64) float64 { return float64(i) / 1024 }
-		peak := func(_, h int64, _ float64) float64 { return float64(h) / 1024 }
-		rows = append(rows, row{name: fmt.Sprintf("memory per open stream: (VmHWM with %d streams - idle RSS) / %d", n, n), unit: "KiB", decimals: 1,
-			gw: get(gw, per), rp: get(rp, per), tcp: get(tcp, per), direct: get(direct, per)})
-		rows = append(rows, row{name: "idle RSS (after one request)", unit: "MiB", decimals: 1,
-			gw: get(gw, idle), rp: get(rp, idle), tcp: get(tcp, idle), direct: get(direct, idle)})
-		rows = append(rows, row{name: fmt.Sprintf("peak RSS (VmHWM) with %d streams", n), unit: "MiB", decimals: 1,
-			gw: get(gw, peak), rp: get(rp, peak), tcp: get(tcp, peak), direct: get(direct, peak)})
-		goals = append(goals, ratioGoal("memory per stream <= ReverseProxy's", get(gw, per), get(rp, per), 1.0, false, "KiB"))
-	} else {
-		rows = append(rows, row{name: "memory per open stream", gwText: missing("memory", failed("memory"))})
-		goals = append(goals, "memory per stream <= ReverseProxy's: not measured ("+missing("memory", failed("memory"))+")")
-	}
-
 	// Cold start and size.
 	cold, cold99 := map[string]*float64{}, map[string]*float64{}
 	for _, p := range []string{gw, rp, tcp, direct} {
@@ -783,9 +701,150 @@ func (r *reporter) goBench() {
 	r.p("```")
 }
 
-// latencyGoal is issue 17's limit on the gateway's added p50 at c=1 as a
+// apiSpec is one client API's section: its label, the suffix of its raw
+// files and the gateway's translation paths measured on it.
+type apiSpec struct {
+	name, label, suffix string
+	xlate               []xlatePath
+}
+
+// xlatePath is a translation path: its target name in the raw files and
+// what it is.
+type xlatePath struct{ key, what string }
+
+var apis = []apiSpec{
+	{name: "chat", label: "Chat Completions"},
+	{name: "messages", label: "Messages", suffix: "_messages", xlate: []xlatePath{
+		{"gateway_openai", "translated to an openai-compatible target"}, {"gateway_bedrock", "translated to Bedrock (ConverseStream)"}}},
+	{name: "responses", label: "Responses", suffix: "_responses", xlate: []xlatePath{{"gateway_chat", "translated to a chat-only target"}}},
+}
+
+// apiRows renders one API's latency, streaming and memory rows and goals;
+// a translation path's rows put it in the gateway column, against the
+// same API's ReverseProxy.
+func (r *reporter) apiRows(api apiSpec, failed func(string) bool) ([]row, []string) {
+	var rows []row
+	var goals []string
+	pre := "[" + api.label + "] "
+	pass := " passthrough"
+	if api.name == "chat" {
+		pass = ""
+	}
+	for _, size := range []string{"200B", "10KB"} {
+		var lf latencyFile
+		stage := "latency"
+		if !r.load("latency_"+size+api.suffix+".json", &lf) {
+			rows = append(rows, row{name: pre + "added latency, c=1, " + size + " body", gwText: missing(stage, failed(stage))})
+			goals = append(goals, fmt.Sprintf("%sadded p50 at c=1 (%s) within %.2fx of ReverseProxy's: not measured (%s)", pre, size, latencyGoal[size], missing(stage, failed(stage))))
+			continue
+		}
+		paths := map[string]dist{}
+		for k, v := range lf.Paths {
+			paths[k] = v.Latency
+		}
+		label := fmt.Sprintf("%d B body", lf.BodyBytes)
+		for _, q := range []struct {
+			name string
+			fn   func(dist) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			rows = append(rows, row{name: pre + "added latency " + q.name + ", c=1, non-streaming, " + label + pass, unit: "µs",
+				gw: added(paths, gw, q.fn), rp: added(paths, rp, q.fn), tcp: added(paths, tcp, q.fn), direct: abs(paths, direct, q.fn),
+				dirText: fmtAbs(abs(paths, direct, q.fn), "µs", 0, "(absolute) ")})
+		}
+		g, fl := added(paths, gw, p50), added(paths, rp, p50)
+		goals = append(goals, ratioGoal(fmt.Sprintf("%sadded p50 at c=1, %s: gateway within %.2fx of ReverseProxy's added latency", pre, label, latencyGoal[size]), g, fl, latencyGoal[size], false, "µs"))
+		cpu := func(p string) *float64 {
+			if v, ok := lf.Paths[p]; ok {
+				return v.CPUPerReq
+			}
+			return nil
+		}
+		rows = append(rows, row{name: pre + "CPU per request at c=1, " + label + " (proxy process; direct: the mock)", unit: "µs", decimals: 0,
+			gw: cpu(gw), rp: cpu(rp), tcp: cpu(tcp), direct: cpu(direct)})
+		for _, x := range api.xlate {
+			if _, ok := paths[x.key]; !ok {
+				continue
+			}
+			rows = append(rows, row{name: pre + "added latency p50, c=1, " + label + ", " + x.what + " (gateway column)", unit: "µs",
+				gw: added(paths, x.key, p50), rp: added(paths, rp, p50), tcpText: "n/a", dirText: "n/a"})
+		}
+	}
+
+	var stf streamFile
+	if r.load("stream"+api.suffix+".json", &stf) {
+		ttfb, ttfc, gap := map[string]dist{}, map[string]dist{}, map[string]dist{}
+		for k, v := range stf.Paths {
+			ttfb[k], ttfc[k], gap[k] = v.TTFB, v.TTFC, v.Gap
+		}
+		for _, q := range []struct {
+			name string
+			fn   func(dist) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			rows = append(rows, row{name: pre + "streaming: added time to first data frame " + q.name, unit: "µs",
+				gw: added(ttfb, gw, q.fn), rp: added(ttfb, rp, q.fn), tcp: added(ttfb, tcp, q.fn),
+				dirText: fmtAbs(abs(ttfb, direct, q.fn), "µs", 0, "(absolute) ")})
+		}
+		if added(ttfc, gw, p50) != nil && added(ttfc, rp, p50) != nil {
+			rows = append(rows, row{name: pre + "streaming: added time to first content frame p50 (the first token the user sees)", unit: "µs",
+				gw: added(ttfc, gw, p50), rp: added(ttfc, rp, p50), tcp: added(ttfc, tcp, p50),
+				dirText: fmtAbs(abs(ttfc, direct, p50), "µs", 0, "(absolute) ")})
+		}
+		rows = append(rows, row{name: pre + "streaming: added inter-frame gap p99", unit: "µs",
+			gw: added(gap, gw, p99), rp: added(gap, rp, p99), tcp: added(gap, tcp, p99),
+			dirText: fmtAbs(abs(gap, direct, p99), "µs", 0, "(absolute) ")})
+		for _, x := range api.xlate {
+			if _, ok := ttfb[x.key]; !ok {
+				continue
+			}
+			rows = append(rows, row{name: pre + "streaming: added time to first data frame p50, " + x.what + " (gateway column)", unit: "µs",
+				gw: added(ttfb, x.key, p50), rp: added(ttfb, rp, p50), tcpText: "n/a", dirText: "n/a"})
+			rows = append(rows, row{name: pre + "streaming: added time to first content frame p50, " + x.what + " (gateway column)", unit: "µs",
+				gw: added(ttfc, x.key, p50), rp: added(ttfc, rp, p50), tcpText: "n/a", dirText: "n/a"})
+		}
+		goals = append(goals, ratioGoal(pre+"streaming: added time to first data frame p50 <= ReverseProxy's", added(ttfb, gw, p50), added(ttfb, rp, p50), 1.0, false, "µs"))
+		goals = append(goals, ratioGoal(pre+"streaming: added time to first data frame p99 <= ReverseProxy's", added(ttfb, gw, p99), added(ttfb, rp, p99), 1.0, false, "µs"))
+		goals = append(goals, ratioGoal(pre+"streaming: added inter-frame gap p99 <= ReverseProxy's", added(gap, gw, p99), added(gap, rp, p99), 1.0, false, "µs"))
+	} else {
+		rows = append(rows, row{name: pre + "streaming: added TTFB / inter-frame gap", gwText: missing("stream", failed("stream"))})
+		goals = append(goals, pre+"streaming: added time to first frame and inter-frame gap <= ReverseProxy's: not measured ("+missing("stream", failed("stream"))+")")
+	}
+
+	var hf holdFile
+	if r.load("hold"+api.suffix+".json", &hf) {
+		get := func(p string, fn func(int64, int64, float64) float64) *float64 {
+			v, ok := hf.Paths[p]
+			if !ok {
+				return nil
+			}
+			return f(fn(v.IdleRSSKB, v.PeakHWMKB, v.PerStreamKB))
+		}
+		n := 0
+		if v, ok := hf.Paths[gw]; ok {
+			n = v.Streams
+		}
+		per := func(_, _ int64, p float64) float64 { return p }
+		idle := func(i, _ int64, _ float64) float64 { return float64(i) / 1024 }
+		peak := func(_, h int64, _ float64) float64 { return float64(h) / 1024 }
+		rows = append(rows, row{name: fmt.Sprintf("%smemory per open stream: (VmHWM with %d streams - idle RSS) / %d", pre, n, n), unit: "KiB", decimals: 1,
+			gw: get(gw, per), rp: get(rp, per), tcp: get(tcp, per), direct: get(direct, per)})
+		rows = append(rows, row{name: pre + "idle RSS (after one request)", unit: "MiB", decimals: 1,
+			gw: get(gw, idle), rp: get(rp, idle), tcp: get(tcp, idle), direct: get(direct, idle)})
+		rows = append(rows, row{name: fmt.Sprintf("%speak RSS (VmHWM) with %d streams", pre, n), unit: "MiB", decimals: 1,
+			gw: get(gw, peak), rp: get(rp, peak), tcp: get(tcp, peak), direct: get(direct, peak)})
+		goals = append(goals, ratioGoal(pre+"memory per stream <= ReverseProxy's", get(gw, per), get(rp, per), 1.0, false, "KiB"))
+		if api.name == "chat" {
+			goals = append(goals, ratioGoal("idle RSS <= 2x ReverseProxy's", get(gw, idle), get(rp, idle), 2.0, false, "MiB"))
+		}
+	} else {
+		rows = append(rows, row{name: pre + "memory per open stream", gwText: missing("memory", failed("memory"))})
+		goals = append(goals, pre+"memory per stream <= ReverseProxy's: not measured ("+missing("memory", failed("memory"))+")")
+	}
+	return rows, goals
+}
+
+// latencyGoal is issue 27's limit on the gateway's added p50 at c=1 as a
 // multiple of the ReverseProxy's, per body size.
-var latencyGoal = map[string]float64{"200B": 1.0, "10KB": 1.25}
+var latencyGoal = map[string]float64{"200B": 1.0, "10KB": 1.1}
 
 // hotSpots are the functions whose cumulative share of the gateway's CPU
 // under load the report picks out of pprof -top -cum.
