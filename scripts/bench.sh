@@ -536,6 +536,25 @@ stage_gobench() {
 		echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run; divide by the iterations for per request)"
 		go tool pprof -sample_index=alloc_objects -top -nodecount=40 "$WORK/server.test" "$WORK/server.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
 	} >"$RAW/memprofile_server_request.txt"
+	# The Messages and Responses paths (BenchmarkServerAPIs): where their CPU
+	# goes and where they allocate, every allocation sampled.
+	(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench 'BenchmarkServerAPIs' -test.benchmem \
+		-test.benchtime=100x -test.cpuprofile "$WORK/apis.cpu" >"$WORK/apis_cpu.bench" 2>&1)
+	{
+		echo "# server.test -test.bench 'BenchmarkServerAPIs' -test.benchtime=100x -test.cpuprofile apis.cpu; go tool pprof -top"
+		go tool pprof -top -nodecount=40 "$WORK/server.test" "$WORK/apis.cpu" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+	} >"$RAW/pprof_server_apis.txt"
+	local sub
+	for sub in 'messages/nonstream_10KB' 'responses/nonstream_10KB' 'messages_to_bedrock/stream_64chunks'; do
+		(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench "BenchmarkServerAPIs/$sub\$" -test.benchmem \
+			-test.benchtime=100x -test.memprofile "$WORK/apis.mem" -test.memprofilerate 1 >"$WORK/apis.bench" 2>&1)
+		{
+			echo "# server.test -test.bench 'BenchmarkServerAPIs/$sub' -test.benchtime=100x -test.memprofile apis.mem -test.memprofilerate 1"
+			grep '^Benchmark' "$WORK/apis.bench"
+			echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run, set-up included; divide by the iterations for per request)"
+			go tool pprof -sample_index=alloc_objects -top -nodecount=30 "$WORK/server.test" "$WORK/apis.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+		} >"$RAW/memprofile_server_${sub//\//_}.txt"
+	done
 }
 
 stage_profile() {
@@ -548,6 +567,19 @@ stage_profile() {
 	local pid=$STARTED_PID gw
 	gw=$(gateway_addr gw_prof "$pid")
 	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
+	# The heap at rest (after one request), before the load: what the idle
+	# RSS is made of.
+	"$LG" latency -body-bytes 200 -rounds 1 -n 1 -warmup 1 -target "gateway=http://$gw$CHAT@bench" -out "$WORK/prof_warm.json" 2>/dev/null
+	sleep 1
+	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?gc=1" -out "$WORK/gw_idle.heap"
+	{
+		echo "# gwprof at rest after one request: /debug/pprof/heap?gc=1; go tool pprof -sample_index=inuse_space -top"
+		go tool pprof -sample_index=inuse_space -top -nodecount=30 "$BIN/gwprof" "$WORK/gw_idle.heap" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+		echo "# the process's memory at rest: /proc/<pid>/status and the Go runtime's view (/debug/pprof/heap?debug=1 tail)"
+		grep -E '^(VmRSS|RssAnon|RssFile|VmHWM)' "/proc/$pid/status"
+	} >"$RAW/pprof_gateway_idle_heap.txt"
+	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?debug=1" -out "$WORK/gw_idle.heap.txt"
+	grep -E '^# (HeapSys|HeapInuse|HeapIdle|HeapReleased|Stack|MSpan|GCSys|OtherSys|Sys|NumGC|NextGC) ' "$WORK/gw_idle.heap.txt" >>"$RAW/pprof_gateway_idle_heap.txt" || true
 	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
 	local fetchpid=$!
 	echo "$fetchpid" >>"$PIDFILE"

@@ -692,6 +692,7 @@ func (r *reporter) goBench() {
 			a, orDash(allocs["BenchmarkServerStreamChunk"]), orDash(allocs["BenchmarkServerChat/nonstream_200B"]), orDash(allocs["BenchmarkServerChat/stream_64chunks"]))
 		r.p("")
 	}
+	r.apiBench(t)
 	r.p("Raw: `raw/gobench.txt` (command in its first line).")
 	r.p("")
 	r.p("```")
@@ -885,6 +886,11 @@ func (r *reporter) profiles() {
 	for _, p := range []struct{ file, title string }{
 		{"pprof_gateway_saturation.txt", "gateway process under constant load at its saturation rate (gwprof: the same app.RunLocal plus a loopback pprof listener)"},
 		{"pprof_server_bench.txt", "BenchmarkServerChat (go test -cpuprofile)"},
+		{"pprof_server_apis.txt", "BenchmarkServerAPIs: Messages and Responses, passthrough and translated (CPU)"},
+		{"memprofile_server_messages_nonstream_10KB.txt", "allocation sites of one Messages passthrough request, 10 KB body (every allocation sampled)"},
+		{"memprofile_server_responses_nonstream_10KB.txt", "allocation sites of one Responses passthrough request, 10 KB body (every allocation sampled)"},
+		{"memprofile_server_messages_to_bedrock_stream_64chunks.txt", "allocation sites of a Messages stream translated to Bedrock ConverseStream, 64 frames (every allocation sampled)"},
+		{"pprof_gateway_idle_heap.txt", "the gateway's heap at rest after one request (what idle RSS is made of): in-use bytes by allocation site, then the process's and the runtime's memory figures"},
 		{"cold_inittrace.txt", "package init at start-up (GODEBUG=inittrace=1), slowest first"},
 	} {
 		t := r.text(p.file)
@@ -898,7 +904,7 @@ func (r *reporter) profiles() {
 		ls := strings.Split(t, "\n")
 		r.p("```")
 		for i, l := range ls {
-			if i >= 22 {
+			if i >= 40 {
 				break
 			}
 			r.p("%s", l)
@@ -967,4 +973,53 @@ func memTotal() string {
 		}
 	}
 	return ""
+}
+
+// apiBench renders BenchmarkServerAPIs from gobench.txt: per client API
+// path, allocations per request and per relayed frame, and CPU per request.
+func (r *reporter) apiBench(t string) {
+	type cells struct{ ns, allocs, frame string }
+	got := map[string]*cells{}
+	var order []string
+	for _, l := range strings.Split(t, "\n") {
+		fs := strings.Fields(l)
+		if len(fs) < 3 || !strings.HasPrefix(fs[0], "BenchmarkServerAPIs/") {
+			continue
+		}
+		name := strings.TrimPrefix(fs[0], "BenchmarkServerAPIs/")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		path, variant, _ := strings.Cut(name, "/")
+		c := got[path]
+		if c == nil {
+			c = &cells{}
+			got[path] = c
+			order = append(order, path)
+		}
+		for i := 1; i < len(fs); i++ {
+			switch fs[i] {
+			case "ns/op":
+				if variant == "nonstream_200B" {
+					c.ns = fs[i-1]
+				}
+			case "allocs/op":
+				c.allocs += variant + " " + fs[i-1] + "; "
+			case "allocs/relayed-frame":
+				c.frame = fs[i-1]
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	r.p("Messages and Responses through the whole handler (BenchmarkServerAPIs: upstream bytes recorded in each wire format, answered in memory); allocs/relayed-frame is the marginal allocations of one more relayed frame (a 72-frame stream minus an 8-frame one, over 64):")
+	r.p("")
+	r.p("| path | allocs per request | allocs per relayed frame | ns per request, 200 B non-streaming |")
+	r.p("|---|---|---:|---:|")
+	for _, p := range order {
+		c := got[p]
+		r.p("| %s | %s | %s | %s |", p, strings.TrimSuffix(c.allocs, "; "), orDash(c.frame), orDash(c.ns))
+	}
+	r.p("")
 }
