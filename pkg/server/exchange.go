@@ -110,7 +110,7 @@ func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 			req.Tag = ""
 			return gwerr.New(gwerr.InvalidRequest, "feature tag must be 1-64 characters of letters, digits and - _ . : /").WithParam("x-gateway-tag")
 		}
-		x.w.Header().Set("x-gateway-tag", req.Tag)
+		x.w.Header().Set("X-Gateway-Tag", req.Tag)
 	}
 	req.Route = routeName(x.in, cfg, req.Route)
 	steps, route, ok := cfg.Chain(req.Route)
@@ -147,15 +147,15 @@ func requestContext(parent context.Context, now time.Time, timeout, margin time.
 func (x *exchangeState) setGatewayHeaders() {
 	h := x.w.Header()
 	tr := &x.req.Trace
-	h.Set("x-gateway-attempts", strconv.Itoa(tr.GenerationAttempts()))
-	h.Set("x-gateway-fallback-depth", strconv.Itoa(tr.FallbackDepth))
+	h.Set("X-Gateway-Attempts", strconv.Itoa(tr.GenerationAttempts()))
+	h.Set("X-Gateway-Fallback-Depth", strconv.Itoa(tr.FallbackDepth))
 	if tr.Provider != "" {
-		h.Set("x-gateway-provider", tr.Provider)
+		h.Set("X-Gateway-Provider", tr.Provider)
 	} else {
 		for i := len(tr.Attempts) - 1; i >= 0; i-- {
 			if tr.Attempts[i].Stage == "" {
 				p, _, _ := strings.Cut(tr.Attempts[i].Target, "/")
-				h.Set("x-gateway-provider", p)
+				h.Set("X-Gateway-Provider", p)
 				break
 			}
 		}
@@ -182,7 +182,7 @@ func (x *exchangeState) noteDropped() {
 	}
 	if len(x.rec.DroppedFeatures) > 0 {
 		slices.Sort(x.rec.DroppedFeatures)
-		x.w.Header().Set("x-gateway-dropped-features", strings.Join(x.rec.DroppedFeatures, ","))
+		x.w.Header().Set("X-Gateway-Dropped-Features", strings.Join(x.rec.DroppedFeatures, ","))
 	}
 }
 
@@ -196,7 +196,7 @@ func (x *exchangeState) noteDropped() {
 func (x *exchangeState) fail(e *gwerr.Error) {
 	x.setGatewayHeaders()
 	retry := e.Category.Retryable() && e.Category != gwerr.RateLimited && x.req.Trace.GenerationAttempts() <= 1
-	x.w.Header().Set("x-should-retry", strconv.FormatBool(retry))
+	x.w.Header().Set("X-Should-Retry", strconv.FormatBool(retry))
 	x.rec.Outcome = string(e.Category)
 	e.TraceID = x.req.TraceID
 	x.rec.Status = x.in.WriteError(x.w, x.req, e)

@@ -163,9 +163,9 @@ func (h *Handler) UnresolvedKeys() int {
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
 	tc := traceid.FromRequest(r)
-	rw.Header().Set("x-request-id", rid)
-	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
-	rw.Header().Set("traceparent", tc.Traceparent())
+	rw.Header().Set("X-Request-Id", rid)
+	rw.Header().Set("X-Gateway-Trace-Id", tc.TraceID)
+	rw.Header().Set("Traceparent", tc.Traceparent())
 	r = r.WithContext(traceid.WithSpan(traceid.With(r.Context(), tc.TraceID), tc))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, counter := h.lookup(r.URL.Path)
