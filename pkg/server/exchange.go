@@ -102,7 +102,7 @@ func (h *Handler) serve(in ingress.Ingress, w http.ResponseWriter, r *http.Reque
 // caller may use it.
 func (x *exchangeState) route(cfg *config.Config) *gwerr.Error {
 	req := x.req
-	if t := x.r.Header.Get("x-gateway-tag"); t != "" {
+	if t := x.r.Header.Get("X-Gateway-Tag"); t != "" {
 		req.Tag = t
 	}
 	if req.Tag != "" {
@@ -251,7 +251,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwe
 	if r.ContentLength > limit {
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body is %d bytes; the limit is %d", r.ContentLength, limit).WithCode(ingress.CodeBodyTooLarge)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -260,6 +260,30 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gwe
 		return nil, gwerr.New(gwerr.InvalidRequest, "request body could not be read")
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll into a buffer sized for a body of size bytes
+// when size is known (> 0): one allocation instead of io.ReadAll's
+// doublings from 512 bytes (11 of them, and as many copies, for 10 KB). A
+// body longer than announced still reads whole.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1) // the spare byte takes the read that sees EOF
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // acceptsStream reports whether an Accept header admits an SSE response.

@@ -285,7 +285,7 @@ func errorShape(r *http.Request, in, counter ingress.Ingress) ingress.Ingress {
 // anthropicClient reports whether a request comes from an Anthropic client
 // (it sends anthropic-version, or its key as x-api-key).
 func anthropicClient(r *http.Request) bool {
-	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
+	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
 // writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
@@ -307,7 +307,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingr
 // requestID returns the client's x-request-id when it is short and plain,
 // else a new random id.
 func requestID(r *http.Request) string {
-	if v := r.Header.Get("x-request-id"); len(v) >= 8 && len(v) <= 64 && plainID(v) {
+	if v := r.Header.Get("X-Request-Id"); len(v) >= 8 && len(v) <= 64 && plainID(v) {
 		return v
 	}
 	var b [12]byte
