@@ -577,6 +577,9 @@ stage_profile() {
 		go tool pprof -sample_index=inuse_space -top -nodecount=30 "$BIN/gwprof" "$WORK/gw_idle.heap" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
 		echo "# the process's memory at rest: /proc/<pid>/status and the Go runtime's view (/debug/pprof/heap?debug=1 tail)"
 		grep -E '^(VmRSS|RssAnon|RssFile|VmHWM)' "/proc/$pid/status"
+		echo "# resident KiB by mapping at rest (/proc/<pid>/smaps: the binary's own pages are file-backed; [anon] is the Go heap, stacks and runtime)"
+		awk '/^[0-9a-f]+-[0-9a-f]+ / {name = ($6 == "" ? "[anon]" : $6)} /^Rss:/ {rss[name] += $2} END {for (n in rss) if (rss[n] > 0) print rss[n], n}' "/proc/$pid/smaps" |
+			sort -rn | head -12 | sed "s|$WORK|<run temp dir>|"
 	} >"$RAW/pprof_gateway_idle_heap.txt"
 	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?debug=1" -out "$WORK/gw_idle.heap.txt"
 	grep -E '^# (HeapSys|HeapInuse|HeapIdle|HeapReleased|Stack|MSpan|GCSys|OtherSys|Sys|NumGC|NextGC) ' "$WORK/gw_idle.heap.txt" >>"$RAW/pprof_gateway_idle_heap.txt" || true
