@@ -256,6 +256,7 @@ if [ -n "$SMOKE" ]; then
 	STORE_N=(-n 10 -warmup 2 -settle 300ms)
 	LAMBDA_N=(-n-init 3 -n 10 -warmup 2 -settle 300ms -n-slow 1)
 	BENCHTIME=-benchtime=100x
+	PROFILE_BENCHTIME=10x
 	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
 else
@@ -271,6 +272,7 @@ else
 	# once per 30 s show as the fraction per request they are.
 	LAMBDA_N=(-n-init 30 -n 300 -warmup 30 -settle 1s -n-slow 60)
 	BENCHTIME=
+	PROFILE_BENCHTIME=100x
 	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
 fi
@@ -539,21 +541,23 @@ stage_gobench() {
 	# The Messages and Responses paths (BenchmarkServerAPIs): where their CPU
 	# goes and where they allocate, every allocation sampled.
 	(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench 'BenchmarkServerAPIs' -test.benchmem \
-		-test.benchtime=100x -test.cpuprofile "$WORK/apis.cpu" >"$WORK/apis_cpu.bench" 2>&1)
+		-test.benchtime=$PROFILE_BENCHTIME -test.cpuprofile "$WORK/apis.cpu" >"$WORK/apis_cpu.bench" 2>&1)
 	{
-		echo "# server.test -test.bench 'BenchmarkServerAPIs' -test.benchtime=100x -test.cpuprofile apis.cpu; go tool pprof -top"
+		echo "# server.test -test.bench 'BenchmarkServerAPIs' -test.benchtime=$PROFILE_BENCHTIME -test.cpuprofile apis.cpu; go tool pprof -top"
 		go tool pprof -top -nodecount=40 "$WORK/server.test" "$WORK/apis.cpu" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
 	} >"$RAW/pprof_server_apis.txt"
-	local sub
-	for sub in 'messages/nonstream_10KB' 'responses/nonstream_10KB' 'messages_to_bedrock/stream_64chunks'; do
+	local sub file
+	for sub in '^messages$/nonstream_10KB' '^responses$/nonstream_10KB' 'messages_to_bedrock/stream_64chunks'; do
 		(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench "BenchmarkServerAPIs/$sub\$" -test.benchmem \
-			-test.benchtime=100x -test.memprofile "$WORK/apis.mem" -test.memprofilerate 1 >"$WORK/apis.bench" 2>&1)
+			-test.benchtime=$PROFILE_BENCHTIME -test.memprofile "$WORK/apis.mem" -test.memprofilerate 1 >"$WORK/apis.bench" 2>&1)
 		{
-			echo "# server.test -test.bench 'BenchmarkServerAPIs/$sub' -test.benchtime=100x -test.memprofile apis.mem -test.memprofilerate 1"
+			echo "# server.test -test.bench 'BenchmarkServerAPIs/$sub' -test.benchtime=$PROFILE_BENCHTIME -test.memprofile apis.mem -test.memprofilerate 1"
 			grep '^Benchmark' "$WORK/apis.bench"
 			echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run, set-up included; divide by the iterations for per request)"
 			go tool pprof -sample_index=alloc_objects -top -nodecount=30 "$WORK/server.test" "$WORK/apis.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
-		} >"$RAW/memprofile_server_${sub//\//_}.txt"
+		} >"$WORK/apis_mem.txt"
+		file=${sub//[\^\$]/}
+		mv "$WORK/apis_mem.txt" "$RAW/memprofile_server_${file//\//_}.txt"
 	done
 }
 
