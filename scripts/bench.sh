@@ -14,7 +14,7 @@
 # figures through the Runtime API emulator, Go benchmarks and CPU profiles), keeps the raw outputs and generates the report from them.
 #
 # Usage: scripts/bench.sh              full run -> docs/bench/results.md, docs/bench/raw/
-#        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
+#        SMOKE=1 scripts/bench.sh      every stage with tiny counts (about 2 min), for CI;
 #                                      writes to $BENCH_OUT (default: this run's temp
 #                                      dir, removed at the end)
 # Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"

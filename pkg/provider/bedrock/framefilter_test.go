@@ -12,7 +12,7 @@ import (
 )
 
 // frame encodes one event-stream frame with the SDK's encoder.
-func frame(t *testing.T, msgType, typ, contentType, payload string) []byte {
+func frame(t testing.TB, msgType, typ, contentType, payload string) []byte {
 	t.Helper()
 	var m eventstream.Message
 	m.Headers.Set(":message-type", eventstream.StringValue(msgType))
@@ -80,8 +80,7 @@ func TestFrameFilter(t *testing.T) {
 
 // BenchmarkFrameFilter is the filter's cost per well-formed frame.
 func BenchmarkFrameFilter(b *testing.B) {
-	var t testing.T
-	one := frame(&t, "event", "contentBlockDelta", "application/json", `{"contentBlockIndex":0,"delta":{"text":" token"}}`)
+	one := frame(b, "event", "contentBlockDelta", "application/json", `{"contentBlockIndex":0,"delta":{"text":" token"}}`)
 	body := bytes.Repeat(one, 64)
 	var n atomic.Int64
 	buf := make([]byte, 32<<10)
