@@ -14,7 +14,7 @@
 # figures through the Runtime API emulator, Go benchmarks and CPU profiles), keeps the raw outputs and generates the report from them.
 #
 # Usage: scripts/bench.sh              full run -> docs/bench/results.md, docs/bench/raw/
-#        SMOKE=1 scripts/bench.sh      every stage with tiny counts (< 90 s), for CI;
+#        SMOKE=1 scripts/bench.sh      every stage with tiny counts (about 2 min), for CI;
 #                                      writes to $BENCH_OUT (default: this run's temp
 #                                      dir, removed at the end)
 # Environment: BENCH_OUT=DIR (where results.md and raw/ go), BENCH_NOTE="text"
@@ -150,23 +150,80 @@ start_mock() {
 	MOCK_ADDR=$(cat "$WORK/$name.addr")
 }
 
-# gateway_config FILE MOCK_ADDR: one route, bench, whose only target is an
-# openai-kind provider at the mock.
+# gateway_config FILE MOCK_ADDR: the bench routes, every target at the
+# mock. Passthrough: bench (Chat Completions and Responses: an openai-kind
+# provider with apis [chat, responses]), bench-messages (Messages: an
+# anthropic-kind provider). Translation: bench-msg-openai (Messages client
+# to a chat-only openai-kind target), bench-msg-bedrock (Messages client to
+# a Bedrock Converse model), bench-resp-chat (Responses client to a
+# chat-only target).
 gateway_config() {
 	cat >"$1" <<EOF
 providers:
   mock:
     kind: openai
     base_url: http://$2/v1
+    apis: [chat, responses]
+  mockchat:
+    kind: openai
+    base_url: http://$2/v1
+  mockanth:
+    kind: anthropic
+    base_url: http://$2
+  mockbedrock:
+    kind: bedrock
+    region: us-east-1
+    endpoint: http://$2
 routes:
   bench:
     targets:
       - {provider: mock, model: bench-model}
+  bench-messages:
+    targets:
+      - {provider: mockanth, model: bench-model}
+  bench-msg-openai:
+    targets:
+      - {provider: mockchat, model: bench-model}
+  bench-msg-bedrock:
+    targets:
+      - {provider: mockbedrock, model: "amazon.nova-lite-v1:0"}
+  bench-resp-chat:
+    targets:
+      - {provider: mockchat, model: bench-model}
 EOF
 }
 
+# The APIs measured, each with its path; API_ROUTE is the gateway's
+# passthrough route for it, API_XLATE its translation targets
+# (name=route).
+APIS=(chat messages responses)
+declare -A API_PATH=([chat]=/v1/chat/completions [messages]=/v1/messages [responses]=/v1/responses)
+declare -A API_ROUTE=([chat]=bench [messages]=bench-messages [responses]=bench)
+declare -A API_XLATE=([chat]="" [messages]="gateway_openai=bench-msg-openai gateway_bedrock=bench-msg-bedrock" [responses]="gateway_chat=bench-resp-chat")
+# The gateway signs Bedrock requests with the AWS chain: static dummy
+# credentials, so it stops there.
+export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-bench} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-bench} AWS_EC2_METADATA_DISABLED=true
+unset AWS_PROFILE AWS_ENDPOINT_URL AWS_ENDPOINT_URL_BEDROCK_RUNTIME
+
+# api_targets API [xlate]: sets TARGETS for one API over the paths of
+# start_paths (and, with xlate, the gateway's translation routes for it).
+api_targets() {
+	local api=$1 p=${API_PATH[$1]} r=${API_ROUTE[$1]} x
+	TARGETS=(-target "direct=http://$MOCK_ADDR$p@$r" -target "revproxy=http://$RP_ADDR$p@$r"
+		-target "tcprelay=http://$TCP_ADDR$p@$r" -target "gateway=http://$GW_ADDR$p@$r")
+	if [ "${2:-}" = xlate ]; then
+		for x in ${API_XLATE[$api]}; do
+			TARGETS+=(-target "${x%%=*}=http://$GW_ADDR$p@${x#*=}")
+		done
+	fi
+}
+
+# suffix API: the raw file suffix of an API (none for chat, as before).
+suffix() { if [ "$1" = chat ]; then echo ""; else echo "_$1"; fi; }
+
 # start_paths STAGE MOCK_ARGS...: a mock and the three proxies in front of it.
-# Sets TARGETS and PIDARGS (loadgen flags) and the *_PID variables.
+# Sets TARGETS (chat's; api_targets for another API) and PIDARGS (loadgen
+# flags) and the *_PID and *_ADDR variables.
 start_paths() {
 	local s=$1
 	shift
@@ -181,8 +238,8 @@ start_paths() {
 	wait_file "$WORK/rp_$s.addr" "$RP_PID" "rp_$s"
 	wait_file "$WORK/tcp_$s.addr" "$TCP_PID" "tcp_$s"
 	GW_ADDR=$(gateway_addr "gw_$s" "$GW_PID")
-	TARGETS=(-target "direct=http://$MOCK_ADDR$CHAT" -target "revproxy=http://$(cat "$WORK/rp_$s.addr")$CHAT"
-		-target "tcprelay=http://$(cat "$WORK/tcp_$s.addr")$CHAT" -target "gateway=http://$GW_ADDR$CHAT")
+	RP_ADDR=$(cat "$WORK/rp_$s.addr") TCP_ADDR=$(cat "$WORK/tcp_$s.addr")
+	api_targets chat
 	PIDARGS=(-pid "direct=$MOCK_PID" -pid "revproxy=$RP_PID" -pid "tcprelay=$TCP_PID" -pid "gateway=$GW_PID")
 }
 
@@ -199,6 +256,7 @@ if [ -n "$SMOKE" ]; then
 	STORE_N=(-n 10 -warmup 2 -settle 300ms)
 	LAMBDA_N=(-n-init 3 -n 10 -warmup 2 -settle 300ms -n-slow 1)
 	BENCHTIME=-benchtime=100x
+	PROFILE_BENCHTIME=10x
 	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
 else
@@ -214,6 +272,7 @@ else
 	# once per 30 s show as the fraction per request they are.
 	LAMBDA_N=(-n-init 30 -n 300 -warmup 30 -settle 1s -n-slow 60)
 	BENCHTIME=
+	PROFILE_BENCHTIME=100x
 	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
 fi
@@ -236,8 +295,12 @@ stage_build() {
 stage_latency() {
 	start_paths lat -chunks 16
 	echo "$(grep -o '"store":"[^"]*"' "$WORK/gw_lat.log" | head -1 | cut -d'"' -f4 | sed "s|$WORK|<run temp dir>|") on $(df -T "$WORK" | awk 'NR==2 {print $2}')" >"$RAW/gateway_store.txt"
-	"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B.json"
-	"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB.json"
+	local api
+	for api in "${APIS[@]}"; do
+		api_targets "$api" xlate
+		"$LG" latency -body-bytes 200 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_200B$(suffix "$api").json"
+		"$LG" latency -body-bytes 10240 "${LAT[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/latency_10KB$(suffix "$api").json"
+	done
 }
 
 stage_saturate() {
@@ -247,7 +310,11 @@ stage_saturate() {
 
 stage_stream() {
 	start_paths stream "${STREAM_MOCK[@]}"
-	"$LG" stream "${STREAM[@]}" "${TARGETS[@]}" -out "$RAW/stream.json"
+	local api
+	for api in "${APIS[@]}"; do
+		api_targets "$api" xlate
+		"$LG" stream "${STREAM[@]}" "${TARGETS[@]}" -out "$RAW/stream$(suffix "$api").json"
+	done
 	echo "mock: ${STREAM_MOCK[*]}" >"$RAW/stream.mock"
 }
 
@@ -258,9 +325,16 @@ stage_memory() {
 		echo "open files limit $(ulimit -n) < $want: raise it (ulimit -n)" >&2
 		return 1
 	fi
-	# A slow mock: the first chunk at once, then one a second, so streams stay open.
-	start_paths mem -chunks 300 -chunk-gap 1s
-	"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold.json"
+	# A slow mock: the first chunk at once, then one a second, so streams
+	# stay open. Fresh processes for each API: VmHWM is a high-water mark.
+	local api
+	for api in "${APIS[@]}"; do
+		STAGE_PIDS=()
+		start_paths "mem_$api" -chunks 300 -chunk-gap 1s
+		api_targets "$api"
+		"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold$(suffix "$api").json"
+		stop_pids "${STAGE_PIDS[@]}"
+	done
 }
 
 stage_cold() {
@@ -465,6 +539,27 @@ stage_gobench() {
 		echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run; divide by the iterations for per request)"
 		go tool pprof -sample_index=alloc_objects -top -nodecount=40 "$WORK/server.test" "$WORK/server.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
 	} >"$RAW/memprofile_server_request.txt"
+	# The Messages and Responses paths (BenchmarkServerAPIs): where their CPU
+	# goes and where they allocate, every allocation sampled.
+	(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench 'BenchmarkServerAPIs' -test.benchmem \
+		-test.benchtime=$PROFILE_BENCHTIME -test.cpuprofile "$WORK/apis.cpu" >"$WORK/apis_cpu.bench" 2>&1)
+	{
+		echo "# server.test -test.bench 'BenchmarkServerAPIs' -test.benchtime=$PROFILE_BENCHTIME -test.cpuprofile apis.cpu; go tool pprof -top"
+		go tool pprof -top -nodecount=40 "$WORK/server.test" "$WORK/apis.cpu" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+	} >"$RAW/pprof_server_apis.txt"
+	local sub file
+	for sub in '^messages$/nonstream_10KB' '^responses$/nonstream_10KB' 'messages_to_bedrock/stream_64chunks'; do
+		(cd pkg/server && "$WORK/server.test" -test.run '^$' -test.bench "BenchmarkServerAPIs/$sub\$" -test.benchmem \
+			-test.benchtime=$PROFILE_BENCHTIME -test.memprofile "$WORK/apis.mem" -test.memprofilerate 1 >"$WORK/apis.bench" 2>&1)
+		{
+			echo "# server.test -test.bench 'BenchmarkServerAPIs/$sub' -test.benchtime=$PROFILE_BENCHTIME -test.memprofile apis.mem -test.memprofilerate 1"
+			grep '^Benchmark' "$WORK/apis.bench"
+			echo "# go tool pprof -sample_index=alloc_objects -top (allocation sites of the run, set-up included; divide by the iterations for per request)"
+			go tool pprof -sample_index=alloc_objects -top -nodecount=30 "$WORK/server.test" "$WORK/apis.mem" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+		} >"$WORK/apis_mem.txt"
+		file=${sub//[\^\$]/}
+		mv "$WORK/apis_mem.txt" "$RAW/memprofile_server_${file//\//_}.txt"
+	done
 }
 
 stage_profile() {
@@ -477,6 +572,22 @@ stage_profile() {
 	local pid=$STARTED_PID gw
 	gw=$(gateway_addr gw_prof "$pid")
 	wait_file "$WORK/gw_prof.pprof" "$pid" gw_prof
+	# The heap at rest (after one request), before the load: what the idle
+	# RSS is made of.
+	"$LG" latency -body-bytes 200 -rounds 1 -n 1 -warmup 1 -target "gateway=http://$gw$CHAT@bench" -out "$WORK/prof_warm.json" 2>/dev/null
+	sleep 1
+	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?gc=1" -out "$WORK/gw_idle.heap"
+	{
+		echo "# gwprof at rest after one request: /debug/pprof/heap?gc=1; go tool pprof -sample_index=inuse_space -top"
+		go tool pprof -sample_index=inuse_space -top -nodecount=30 "$BIN/gwprof" "$WORK/gw_idle.heap" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+		echo "# the process's memory at rest: /proc/<pid>/status and the Go runtime's view (/debug/pprof/heap?debug=1 tail)"
+		grep -E '^(VmRSS|RssAnon|RssFile|VmHWM)' "/proc/$pid/status"
+		echo "# resident KiB by mapping at rest (/proc/<pid>/smaps: the binary's own pages are file-backed; [anon] is the Go heap, stacks and runtime)"
+		awk '/^[0-9a-f]+-[0-9a-f]+ / {name = ($6 == "" ? "[anon]" : $6)} /^Rss:/ {rss[name] += $2} END {for (n in rss) if (rss[n] > 0) print rss[n], n}' "/proc/$pid/smaps" |
+			sort -rn | head -12 | sed "s|$WORK|<run temp dir>|"
+	} >"$RAW/pprof_gateway_idle_heap.txt"
+	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?debug=1" -out "$WORK/gw_idle.heap.txt"
+	grep -E '^# (HeapSys|HeapInuse|HeapIdle|HeapReleased|Stack|MSpan|GCSys|OtherSys|Sys|NumGC|NextGC) ' "$WORK/gw_idle.heap.txt" >>"$RAW/pprof_gateway_idle_heap.txt" || true
 	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
 	local fetchpid=$!
 	echo "$fetchpid" >>"$PIDFILE"

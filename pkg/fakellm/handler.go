@@ -1,13 +1,16 @@
 package fakellm
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
 )
 
-// Handler serves the script as an OpenAI-compatible HTTP upstream
-// (POST .../chat/completions). A reset is a real TCP reset.
+// Handler serves the script as an HTTP upstream in the wire format of the
+// request's path: Anthropic Messages on .../messages (count_tokens too),
+// OpenAI Responses on .../responses, Chat Completions otherwise. A reset
+// is a real TCP reset.
 type Handler struct {
 	Script *Script
 }
@@ -21,6 +24,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.Script
 	rq := parseRequest(body)
 	ctx := r.Context()
+	api := apiOf(r.URL.Path)
+	if api == apiCountTokens {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(countTokensBody(rq))
+		return
+	}
 	switch s.Fail {
 	case "reset":
 		resetConn(w)
@@ -37,7 +46,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "1")
 		}
 		w.WriteHeader(s.Status)
-		w.Write(errorBody(s.Status))
+		w.Write(api.errorBody(s.Status))
 		return
 	}
 	if !rq.stream {
@@ -45,13 +54,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(completion(s, rq))
+		w.Write(api.completion(s, rq))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	rc := http.NewResponseController(w)
-	if err := writeStream(ctx, s, rq, w, func() { rc.Flush() }); err == errReset {
+	if err := api.writeStream(ctx, s, rq, w, func() { rc.Flush() }); err == errReset {
 		resetConn(w)
 	}
 }
@@ -66,4 +75,58 @@ func resetConn(w http.ResponseWriter) {
 		tc.SetLinger(0)
 	}
 	conn.Close()
+}
+
+// wireAPI is the client API a request path is in: it picks the fake's
+// reply, stream and error writers.
+type wireAPI int
+
+const (
+	apiChat wireAPI = iota
+	apiMessages
+	apiCountTokens
+	apiResponses
+)
+
+// apiOf returns the API of a request path.
+func apiOf(path string) wireAPI {
+	switch {
+	case isCountTokens(path):
+		return apiCountTokens
+	case isMessages(path):
+		return apiMessages
+	case isResponses(path):
+		return apiResponses
+	}
+	return apiChat
+}
+
+// writeStream writes the scripted stream in the API's wire format.
+func (a wireAPI) writeStream(ctx context.Context, s *Script, rq request, w io.Writer, flush func()) error {
+	switch a {
+	case apiMessages:
+		return writeMessagesStream(ctx, s, rq, w, flush)
+	case apiResponses:
+		return writeResponsesStream(ctx, s, rq, w, flush)
+	}
+	return writeStream(ctx, s, rq, w, flush)
+}
+
+// completion returns the non-streaming reply body in the API's format.
+func (a wireAPI) completion(s *Script, rq request) []byte {
+	switch a {
+	case apiMessages:
+		return messagesCompletion(s, rq)
+	case apiResponses:
+		return responsesCompletion(s, rq)
+	}
+	return completion(s, rq)
+}
+
+// errorBody returns a scripted failure in the API's error shape.
+func (a wireAPI) errorBody(status int) []byte {
+	if a == apiMessages {
+		return messagesErrorBody(status)
+	}
+	return errorBody(status)
 }

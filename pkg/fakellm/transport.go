@@ -8,9 +8,8 @@ import (
 )
 
 // Transport is an http.RoundTripper that answers every request with its
-// script, in process: in the Anthropic Messages wire format on a
-// .../messages path (count_tokens too), in the Chat Completions format
-// otherwise. The fake provider kind uses it under the openai adapter, and
+// script, in process, in the wire format of the request's path (as
+// Handler does). The fake provider kind uses it under the openai adapter, and
 // under the anthropic adapter for Messages when it lists messages in apis.
 type Transport struct {
 	Script *Script
@@ -28,8 +27,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s := t.Script
 	rq := parseRequest(body)
-	msgs := isMessages(req.URL.Path)
-	if isCountTokens(req.URL.Path) {
+	api := apiOf(req.URL.Path)
+	if api == apiCountTokens {
 		b := countTokensBody(rq)
 		return response(req, 200, http.Header{"Content-Type": {"application/json"}}, io.NopCloser(bytes.NewReader(b)), len(b)), nil
 	}
@@ -47,20 +46,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if s.Status == 429 {
 			h.Set("Retry-After", "1")
 		}
-		b := errorBody(s.Status)
-		if msgs {
-			b = messagesErrorBody(s.Status)
-		}
+		b := api.errorBody(s.Status)
 		return response(req, s.Status, h, io.NopCloser(bytes.NewReader(b)), len(b)), nil
 	}
 	if !rq.stream {
 		if err := sleep(ctx, s.FirstTokenDelay.D()); err != nil {
 			return nil, err
 		}
-		b := completion(s, rq)
-		if msgs {
-			b = messagesCompletion(s, rq)
-		}
+		b := api.completion(s, rq)
 		if s.Fail == "after_chunks" {
 			return response(req, 200, http.Header{"Content-Type": {"application/json"}},
 				io.NopCloser(io.MultiReader(bytes.NewReader(b[:len(b)/2]), errReader{})), len(b)), nil
@@ -69,11 +62,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		write := writeStream
-		if msgs {
-			write = writeMessagesStream
-		}
-		err := write(ctx, s, rq, pw, func() {})
+		err := api.writeStream(ctx, s, rq, pw, func() {})
 		if err == nil {
 			err = io.EOF
 		}

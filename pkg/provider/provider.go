@@ -96,7 +96,7 @@ func Passthrough(req *exchange.Request, api exchange.API) bool { return req.API 
 // traceparent header (the request's trace id, the gateway's span id).
 func SetTraceHeader(h http.Header, req *exchange.Request) {
 	if req.TraceParent != "" {
-		h.Set("traceparent", req.TraceParent)
+		h.Set("Traceparent", req.TraceParent)
 	}
 }
 

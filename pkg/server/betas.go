@@ -2,7 +2,6 @@ package server
 
 import (
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -16,7 +15,7 @@ import (
 // decides which reach an upstream. It returns the dropped values (at most
 // a few, each clipped), for the log line.
 func filterBetas(req *exchange.Request, allow []string) []string {
-	vs := req.Header.Values("anthropic-beta")
+	vs := req.Header["Anthropic-Beta"]
 	if len(vs) == 0 || slices.Contains(allow, "*") {
 		return nil
 	}
@@ -36,7 +35,7 @@ func filterBetas(req *exchange.Request, allow []string) []string {
 	if len(kept) == 0 {
 		req.Header.Del("anthropic-beta")
 	} else {
-		req.Header[http.CanonicalHeaderKey("anthropic-beta")] = []string{strings.Join(kept, ",")}
+		req.Header["Anthropic-Beta"] = []string{strings.Join(kept, ",")}
 	}
 	return dropped
 }

@@ -167,9 +167,9 @@ func (h *Handler) UnresolvedKeys() int {
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rid := requestID(r)
 	tc := traceid.FromRequest(r)
-	rw.Header().Set("x-request-id", rid)
-	rw.Header().Set("x-gateway-trace-id", tc.TraceID)
-	rw.Header().Set("traceparent", tc.Traceparent())
+	rw.Header().Set("X-Request-Id", rid)
+	rw.Header().Set("X-Gateway-Trace-Id", tc.TraceID)
+	rw.Header().Set("Traceparent", tc.Traceparent())
 	r = r.WithContext(traceid.WithSpan(traceid.With(r.Context(), tc.TraceID), tc))
 	w := &trackingWriter{ResponseWriter: rw}
 	in, counter := h.lookup(r.URL.Path)
@@ -289,7 +289,7 @@ func errorShape(r *http.Request, in, counter ingress.Ingress) ingress.Ingress {
 // anthropicClient reports whether a request comes from an Anthropic client
 // (it sends anthropic-version, or its key as x-api-key).
 func anthropicClient(r *http.Request) bool {
-	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
+	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
 // writeErrorIn writes e in shape's error format (nil: the OpenAI shape),
@@ -311,7 +311,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, shape ingress.Ingr
 // requestID returns the client's x-request-id when it is short and plain,
 // else a new random id.
 func requestID(r *http.Request) string {
-	if v := r.Header.Get("x-request-id"); len(v) >= 8 && len(v) <= 64 && plainID(v) {
+	if v := r.Header.Get("X-Request-Id"); len(v) >= 8 && len(v) <= 64 && plainID(v) {
 		return v
 	}
 	var b [12]byte

@@ -65,7 +65,7 @@ const lambdaKey = "x-amzn-trace-id"
 // sets, or _X_AMZN_TRACE_ID), else a new random one. The span id is
 // always new: the gateway's own span.
 func FromRequest(r *http.Request) Context {
-	if c, ok := ParseTraceparent(r.Header.Get("traceparent")); ok {
+	if c, ok := ParseTraceparent(r.Header.Get("Traceparent")); ok {
 		c.Source = "traceparent"
 		return c
 	}

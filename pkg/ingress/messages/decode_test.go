@@ -13,7 +13,7 @@ import (
 
 const user = `"messages":[{"role":"user","content":"hi"}]`
 
-func decodeBody(t *testing.T, body string, hdr ...string) (*exchange.Request, error) {
+func decodeBody(t testing.TB, body string, hdr ...string) (*exchange.Request, error) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, "/v1/messages?beta=true", strings.NewReader(body))
 	for i := 0; i+1 < len(hdr); i += 2 {
@@ -25,8 +25,15 @@ func decodeBody(t *testing.T, body string, hdr ...string) (*exchange.Request, er
 
 func TestDecodeRejectsBadRequestsNamingTheField(t *testing.T) {
 	cases := map[string]struct{ body, param, want string }{
-		"empty":                {``, "", "empty"},
-		"not json":             {`{"model":`, "", "not valid JSON"},
+		"empty":    {``, "", "empty"},
+		"not json": {`{"model":`, "", "not valid JSON"},
+		// One pass checks the syntax and decodes: a syntax error wins over
+		// depth and keys, and the key checks win over a type error.
+		"not json, deep":       {`{"model":"m","x":` + strings.Repeat("[", 70) + `}`, "", "not valid JSON"},
+		"not json, dup keys":   {`{"model":"m","model":"n",`, "", "not valid JSON"},
+		"deep, type error":     {`{"model":5,"max_tokens":5,"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `,` + user + `}`, "", "nested more than"},
+		"dup key, type error":  {`{"model":5,"max_tokens":5,"metadata":{"a":1,"a":2},` + user + `}`, "metadata.a", "more than once"},
+		"case key, type error": {`{"model":5,"MAX_TOKENS":5,"max_tokens":5,` + user + `}`, "MAX_TOKENS", "case-sensitive"},
 		"not object":           {`[1]`, "", "JSON object"},
 		"no model":             {`{"max_tokens":5,` + user + `}`, "model", "model: field required"},
 		"no max_tokens":        {`{"model":"m",` + user + `}`, "max_tokens", "max_tokens: field required"},

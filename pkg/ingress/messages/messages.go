@@ -29,7 +29,7 @@ var (
 )
 
 // forwarded are the client headers an Anthropic upstream receives unchanged.
-var forwarded = []string{"anthropic-version", "anthropic-beta"}
+var forwarded = []string{"Anthropic-Version", "Anthropic-Beta"} // canonical: http.Header's keys
 
 // API implements ingress.Ingress.
 func (Ingress) API() exchange.API { return exchange.Messages }
@@ -57,11 +57,11 @@ func decode(r *http.Request, body []byte, req *exchange.Request, count bool) err
 	req.Prompt, req.Body, req.Untranslated = prompt, body, untranslated
 	req.Route, req.Stream, req.WantsUsage = mr.Model, mr.Stream && !count, true
 	for _, h := range forwarded {
-		if vs := r.Header.Values(h); len(vs) > 0 {
+		if vs := r.Header[h]; len(vs) > 0 {
 			if req.Header == nil {
 				req.Header = http.Header{}
 			}
-			req.Header[http.CanonicalHeaderKey(h)] = append([]string(nil), vs...)
+			req.Header[h] = append([]string(nil), vs...)
 		}
 	}
 	return nil

@@ -98,8 +98,15 @@ func parse(body []byte, count bool) (*request, []string, error) {
 	if !utf8.Valid(body) {
 		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid UTF-8")
 	}
-	if !json.Valid(body) {
-		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
+	// Unmarshal checks the whole document's syntax before decoding (no
+	// separate json.Valid pass, as chatwire.Parse does); a type error is
+	// reported after the depth and key checks below, which take precedence.
+	var r request
+	decodeErr := json.Unmarshal(body, &r)
+	if decodeErr != nil {
+		if syntax := (*json.SyntaxError)(nil); errors.As(decodeErr, &syntax) {
+			return nil, nil, gwerr.New(gwerr.InvalidRequest, "request body is not valid JSON")
+		}
 	}
 	if jsonb.Depth(body) > maxDepth {
 		return nil, nil, gwerr.New(gwerr.InvalidRequest, "request JSON is nested more than %d levels deep", maxDepth)
@@ -139,9 +146,8 @@ func parse(body []byte, count bool) (*request, []string, error) {
 	if err := jsonb.CheckKeys(body); err != nil {
 		return nil, nil, err
 	}
-	var r request
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, nil, decodeError(err)
+	if decodeErr != nil {
+		return nil, nil, decodeError(decodeErr)
 	}
 	if err := r.validate(count); err != nil {
 		return nil, nil, err

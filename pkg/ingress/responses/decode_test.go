@@ -67,6 +67,12 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		{"empty", ``, "", "empty"},
 		{"not an object", `[1]`, "", "JSON object"},
 		{"invalid json", `{"model":`, "", "not valid JSON"},
+		// One pass checks the syntax and decodes: a syntax error wins over
+		// keys, and the key checks win over a type error.
+		{"invalid json, dup keys", `{"model":"a","model":"b",`, "", "not valid JSON"},
+		{"dup nested key, type error", `{"model":3,"input":"x","metadata":{"a":"1","a":"2"}}`, "metadata.a", "more than once"},
+		{"case-folded key, type error", `{"model":3,"INPUT":"x","input":"x"}`, "input", "case-sensitive"},
+		{"redirect field, type error", `{"model":3,"input":"x","base_url":"http://evil"}`, "base_url", "not accepted"},
 		{"duplicate model", `{"model":"a","model":"b","input":"x"}`, "model", "more than once"},
 		{"case-folded model", `{"MODEL":"a","input":"x"}`, "MODEL", "case-sensitive"},
 		{"redirect field", `{"model":"a","input":"x","base_url":"http://evil"}`, "base_url", "not accepted"},

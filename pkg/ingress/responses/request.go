@@ -129,7 +129,8 @@ func bad(param, format string, args ...any) error {
 // canonical Prompt (and the retiring chat form). Every failure is an invalid_request *gwerr.Error
 // naming the field.
 func decode(body []byte) (*decoded, error) {
-	keys, err := chatwire.CheckObject(body, 0)
+	d := &decoded{}
+	keys, decodeErr, err := chatwire.CheckDecode(body, 0, &d.wire)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +146,7 @@ func decode(body []byte) (*decoded, error) {
 			}
 		}
 	}
-	d := &decoded{}
-	if err := json.Unmarshal(body, &d.wire); err != nil {
+	if err := decodeErr; err != nil {
 		return nil, decodeError("", err)
 	}
 	if err := d.validate(); err != nil {

@@ -90,7 +90,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 		return nil, &gwerr.Error{Category: gwerr.InvalidRequest, Message: "request could not be translated for target " + tr.target, Provider: a.id, Cause: err}
 	}
 	stream := call.Req.Stream
-	resp, err := a.send.Post(ctx, call, a.endpoint, body, stream, func(h http.Header) { h.Set("anthropic-version", a.version) })
+	resp, err := a.send.Post(ctx, call, a.endpoint, body, stream, func(h http.Header) { h.Set("Anthropic-Version", a.version) })
 	if err != nil {
 		return nil, err
 	}

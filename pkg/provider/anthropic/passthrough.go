@@ -73,15 +73,20 @@ func passthroughBody(body []byte, model string, outputCap int, v *chatwire.Varia
 	})
 }
 
+// forwardedHeaders are the client headers a passthrough request carries,
+// in canonical form (http.Header's keys), so looking them up allocates
+// nothing.
+var forwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
+
 // post sends a passthrough request: the client's anthropic-version and
 // anthropic-beta headers go along (the configured version when the client
 // gave none).
 func (a *Adapter) post(ctx context.Context, call *provider.Call, url string, body []byte, stream bool) (*http.Response, error) {
 	return a.send.Post(ctx, call, url, body, stream, func(h http.Header) {
-		h.Set("anthropic-version", a.version)
-		for _, name := range []string{"anthropic-version", "anthropic-beta"} {
-			if vs := call.Req.Header.Values(name); len(vs) > 0 {
-				h[http.CanonicalHeaderKey(name)] = vs
+		h.Set("Anthropic-Version", a.version)
+		for _, name := range forwardedHeaders {
+			if vs := call.Req.Header[name]; len(vs) > 0 {
+				h[name] = vs
 			}
 		}
 	})

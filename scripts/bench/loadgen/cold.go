@@ -143,7 +143,7 @@ func runBreaker(args []string) error {
 	t := targets[0]
 	client := httpClient(1, 10*time.Second)
 	for i := 1; i <= *maxReq; i++ {
-		r := attack(client, t, body(t.Model, false, 200), 0, 1, 1, 10*time.Second, 1)
+		r := attack(client, t, body(t, false, 200), 0, 1, 1, 10*time.Second, 1)
 		if r.errors > 0 {
 			return fmt.Errorf("request %d failed (the secondary should serve): %s", i, r.firstErr)
 		}

@@ -92,6 +92,8 @@ type Target struct {
 	Name  string
 	URL   string
 	Model string
+	// API is the client API of the URL's path (apiOfURL).
+	API *API
 }
 
 // targetList collects repeated -target name=URL[@model] flags.
@@ -113,7 +115,7 @@ func (l *targetList) Set(v string) error {
 	if err := loopbackURL(u); err != nil {
 		return err
 	}
-	*l = append(*l, Target{Name: name, URL: u, Model: model})
+	*l = append(*l, Target{Name: name, URL: u, Model: model, API: apiOfURL(u)})
 	return nil
 }
 
@@ -157,21 +159,6 @@ var (
 	distOf = dist.Of
 	us     = dist.US
 )
-
-// body returns a chat completion request of about size bytes: one user
-// message padded with text.
-func body(model string, stream bool, size int) []byte {
-	head := `{"model":` + strconv.Quote(model) + `,`
-	if stream {
-		head += `"stream":true,`
-	}
-	head += `"messages":[{"role":"user","content":"`
-	tail := `"}]}`
-	n := max(1, size-len(head)-len(tail))
-	const words = "the quick brown fox jumps over the lazy dog "
-	pad := strings.Repeat(words, n/len(words)+1)[:n]
-	return []byte(head + pad + tail)
-}
 
 // writeJSON writes v to path ("-" or "" for stdout).
 func writeJSON(path string, v any) error {

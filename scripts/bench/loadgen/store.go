@@ -72,7 +72,7 @@ func runStoreCalls(args []string) error {
 	for _, t := range targets {
 		rep.Order = append(rep.Order, t.Name)
 		client := httpClient(2, 30*time.Second)
-		payload := body(t.Model, false, 200)
+		payload := body(t, false, 200)
 		if w := attack(client, t, payload, 0, 1, 1, time.Minute, *warm); w.errors > 0 {
 			return fmt.Errorf("%s: warm-up: %s", t.Name, w.firstErr)
 		}
@@ -149,7 +149,7 @@ func runRate(args []string) error {
 		return errors.New("need exactly one -target")
 	}
 	t := targets[0]
-	r := attack(httpClient(1024, 5*time.Second), t, body(t.Model, false, *size), *rate, 16, 2000, *du, 0)
+	r := attack(httpClient(1024, 5*time.Second), t, body(t, false, *size), *rate, 16, 2000, *du, 0)
 	rep := RateReport{Mode: "rate", Rate: *rate, Seconds: r.elapsed.Seconds(), Requests: r.requests, Errors: r.errors, Latency: distOf(r.latencies)}
 	fmt.Fprintf(os.Stderr, "rate %-10s rate=%d requests=%d errors=%d p99=%.0fus\n", t.Name, *rate, r.requests, r.errors, rep.Latency.P99)
 	return writeJSON(*out, rep)

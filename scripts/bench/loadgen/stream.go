@@ -38,8 +38,9 @@ type streamObs struct {
 }
 
 var (
-	dataPrefix = []byte("data:")
-	doneData   = []byte("[DONE]")
+	dataPrefix  = []byte("data:")
+	eventPrefix = []byte("event:")
+	doneData    = []byte("[DONE]")
 	// contentText starts a non-empty content string in a chat chunk.
 	contentText = []byte(`"content":"`)
 	errorData   = []byte(`{"error"`)
@@ -47,8 +48,9 @@ var (
 
 // doStream sends one streaming request and reads its SSE frames, noting
 // when each data frame was complete. onFirst, when set, is called after
-// the first data frame. A stream that does not end with [DONE] is an
-// error (unless ctx was cancelled by the caller after onFirst).
+// the first data frame. A stream that does not end with its API's last
+// frame ([DONE], message_stop, response.completed) is an error (unless ctx
+// was cancelled by the caller after onFirst).
 func doStream(ctx context.Context, client *http.Client, t Target, payload []byte, onFirst func()) streamObs {
 	var o streamObs
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(payload))
@@ -58,6 +60,10 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	api := t.api()
+	for k, v := range api.Header {
+		req.Header.Set(k, v)
+	}
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
@@ -73,6 +79,7 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	var last time.Time
 	var data []byte
+	var event string
 	hasData, done := false, false
 	for {
 		line, err := br.ReadSlice('\n')
@@ -81,7 +88,7 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 				return o
 			}
 			if err == io.EOF {
-				err = errors.New("stream ended without [DONE]")
+				err = fmt.Errorf("%s stream ended without its last frame", api.Name)
 			}
 			o.err = err
 			return o
@@ -91,6 +98,8 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 			if bytes.HasPrefix(line, dataPrefix) {
 				data = append(data[:0], bytes.TrimSpace(line[len(dataPrefix):])...)
 				hasData = true
+			} else if bytes.HasPrefix(line, eventPrefix) {
+				event = string(bytes.TrimSpace(line[len(eventPrefix):]))
 			}
 			continue
 		}
@@ -109,18 +118,17 @@ func doStream(ctx context.Context, client *http.Client, t Target, payload []byte
 			o.gaps = append(o.gaps, now.Sub(last))
 		}
 		last = now
-		if o.ttfc == 0 {
-			if i := bytes.Index(data, contentText); i >= 0 && i+len(contentText) < len(data) && data[i+len(contentText)] != '"' {
-				o.ttfc = now.Sub(start)
-			}
+		if o.ttfc == 0 && api.isContent(event, data) {
+			o.ttfc = now.Sub(start)
 		}
 		switch {
-		case bytes.Equal(data, doneData):
+		case api.isDone(event, data):
 			done = true
-		case bytes.HasPrefix(data, errorData):
-			o.err = fmt.Errorf("error frame: %.200s", data)
+		case api.isError(event, data):
+			o.err = fmt.Errorf("error frame: %s %.200s", event, data)
 			return o
 		}
+		event = ""
 	}
 }
 
@@ -173,7 +181,7 @@ func runStream(args []string) error {
 		rep.Paths[t.Name] = &StreamResult{FramesMin: -1}
 		// One unmeasured stream: connections and pools.
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		o := doStream(ctx, clients[t.Name], t, body(t.Model, true, *size), nil)
+		o := doStream(ctx, clients[t.Name], t, body(t, true, *size), nil)
 		cancel()
 		if o.err != nil {
 			return fmt.Errorf("%s: warm-up stream: %w", t.Name, o.err)
@@ -181,7 +189,7 @@ func runStream(args []string) error {
 	}
 	for r := 0; r < *rounds; r++ {
 		for _, t := range targets {
-			payload := body(t.Model, true, *size)
+			payload := body(t, true, *size)
 			obs := make([]streamObs, *n)
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -306,7 +314,7 @@ func holdOne(t Target, pid, n, dialers int, openTimeout, hold time.Duration, siz
 	client := streamClient(n)
 	defer client.CloseIdleConnections()
 	// Warm the process with one plain request, then read its idle RSS.
-	w := attack(httpClient(1, 10*time.Second), t, body(t.Model, false, size), 0, 1, 1, 10*time.Second, 1)
+	w := attack(httpClient(1, 10*time.Second), t, body(t, false, size), 0, 1, 1, 10*time.Second, 1)
 	if w.errors > 0 || w.requests == 0 {
 		return nil, fmt.Errorf("warm-up request failed: %s", w.firstErr)
 	}
@@ -319,7 +327,7 @@ func holdOne(t Target, pid, n, dialers int, openTimeout, hold time.Duration, siz
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	payload := body(t.Model, true, size)
+	payload := body(t, true, size)
 	var opened atomic.Int64
 	allOpen := make(chan struct{})
 	sem := make(chan struct{}, dialers)

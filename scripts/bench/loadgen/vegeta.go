@@ -49,6 +49,9 @@ var traceHeaders = []string{"X-Gateway-Attempts", "X-Gateway-Fallback-Depth", "X
 func attack(client *http.Client, t Target, payload []byte, rate int, workers, maxWorkers uint64, du time.Duration, count int) attackResult {
 	var issued atomic.Int64
 	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
+	for k, v := range t.api().Header {
+		hdr.Set(k, v)
+	}
 	targeter := func(tgt *vegeta.Target) error {
 		if count > 0 && issued.Add(1) > int64(count) {
 			return vegeta.ErrNoTargets
@@ -132,18 +135,18 @@ func runLatency(args []string) error {
 		meters[t.Name] = newCPUMeter(pids[t.Name])
 		rep.Paths[t.Name] = &LatencyResult{Headers: map[string]int{}}
 		if *warm > 0 {
-			w := attack(clients[t.Name], t, body(t.Model, false, *size), 0, 1, 1, *timeout, *warm)
+			w := attack(clients[t.Name], t, body(t, false, *size), 0, 1, 1, *timeout, *warm)
 			if w.errors > 0 {
 				return fmt.Errorf("%s: warm-up: %d/%d errors, first: %s", t.Name, w.errors, w.requests, w.firstErr)
 			}
 		}
 	}
-	rep.BodyBytes = len(body(targets[0].Model, false, *size))
+	rep.BodyBytes = len(body(targets[0], false, *size))
 	for r := 0; r < *rounds; r++ {
 		for _, t := range targets {
 			m := meters[t.Name]
 			m.begin()
-			res := attack(clients[t.Name], t, body(t.Model, false, *size), 0, 1, 1, *timeout, *n)
+			res := attack(clients[t.Name], t, body(t, false, *size), 0, 1, 1, *timeout, *n)
 			m.end()
 			pr := rep.Paths[t.Name]
 			pr.Requests += res.requests
@@ -231,11 +234,11 @@ func runSaturate(args []string) error {
 		return errors.New("no -target")
 	}
 	rep := SatReport{Mode: "saturate", P99Limit: us(*p99Limit), StepSecs: stepDur.Seconds(), Paths: map[string]*SatResult{}}
-	rep.BodyBytes = len(body(targets[0].Model, false, *size))
+	rep.BodyBytes = len(body(targets[0], false, *size))
 	for _, t := range targets {
 		rep.Order = append(rep.Order, t.Name)
 		client := httpClient(1024, 5*time.Second)
-		payload := body(t.Model, false, *size)
+		payload := body(t, false, *size)
 		// Warm up: connections, the proxy's pools, the runtime.
 		attack(client, t, payload, *startRate/2+1, 8, 64, *warm, 0)
 		res := &SatResult{}

@@ -1,6 +1,10 @@
-// Command mockupstream is the benchmark's upstream model: an OpenAI-compatible
-// chat completions server (non-streaming JSON and SSE) on loopback, built on
-// pkg/fakellm's Handler, with HTTP keep-alive on. Its flags set the number of
+// Command mockupstream is the benchmark's upstream model on loopback, with
+// HTTP keep-alive on, speaking each API's real wire format (non-streaming
+// JSON and streams): OpenAI Chat Completions (POST /v1/chat/completions),
+// OpenAI Responses (POST /v1/responses) and Anthropic Messages (POST
+// /v1/messages), all from pkg/fakellm's Handler, and the Bedrock runtime's
+// Converse and ConverseStream (POST /model/{id}/converse[-stream], binary
+// event-stream frames). Its flags set the number of
 // content chunks, the gap between them and the latency before the first one.
 //
 //	mockupstream -addr 127.0.0.1:0 -addr-file "$WORK/mock.addr" -chunks 64 -chunk-gap 20ms
@@ -43,6 +47,7 @@ func main() {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
+	mux.Handle("POST /model/", &bedrockHandler{words: fakellmChunks(*chunks), gap: *gap, latency: *latency})
 	mux.Handle("/", &fakellm.Handler{Script: script})
 
 	ln, err := listenLoopback(*addr)
@@ -61,6 +66,17 @@ func main() {
 // Reply returns a reply of n words: fakellm streams one word per chunk.
 func Reply(n int) string {
 	return strings.TrimSuffix(strings.Repeat("token ", n), " ")
+}
+
+// fakellmChunks is Reply(n) split the way fakellm streams it: one word per
+// chunk, each after the first with its leading space.
+func fakellmChunks(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = " token"
+	}
+	out[0] = "token"
+	return out
 }
 
 // listenLoopback listens on addr after checking that its host is a loopback
