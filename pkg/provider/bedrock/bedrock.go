@@ -122,6 +122,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 
 	"github.com/llmgw/llmgw/pkg/config"
 	"github.com/llmgw/llmgw/pkg/exchange"
@@ -319,7 +320,7 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 	reqBytes := len(call.Req.Body)
 	if call.Req.Stream {
 		malformed := new(atomic.Int64)
-		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput(), traceHeader(call.Req.TraceParent))
+		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), req.streamInput(), traceHeader(call.Req.TraceParent), ownStreamCodec)
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
@@ -349,6 +350,15 @@ func (a *Adapter) Send(ctx context.Context, call *provider.Call) (provider.Strea
 
 // traceHeader forwards the request's trace context: a middleware that adds
 // the traceparent header to the SDK's HTTP request (before it is signed).
+// ownStreamCodec gives one streaming call (ConverseStream,
+// InvokeModelWithResponseStream) a protocol of its own. The SDK's client
+// holds one restJson1 protocol whose event-stream codec (decoder and
+// payload buffer) every stream of the client shares (smithy-go v1.28.9,
+// internal/eventstream.Codec): two streams read at once race on it and can
+// swap each other's frames. A protocol per call keeps each stream's
+// decoder to itself; it costs a small allocation per stream.
+func ownStreamCodec(o *bedrockruntime.Options) { o.Protocol = restjson1.New(nil) }
+
 func traceHeader(tp string) func(*bedrockruntime.Options) {
 	return func(o *bedrockruntime.Options) {
 		if tp != "" {

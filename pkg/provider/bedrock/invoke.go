@@ -93,7 +93,7 @@ func (a *Adapter) sendMessages(ctx context.Context, call *provider.Call) (provid
 		out, err := st.InvokeModelWithResponseStream(withMalformedCounter(ctx, malformed), &bedrockruntime.InvokeModelWithResponseStreamInput{
 			ModelId: aws.String(model), Body: body, ContentType: aws.String("application/json"), Accept: aws.String("application/json"),
 			ServiceTier: types.ServiceTierType(call.Step.ServiceTier),
-		}, traceHeader(call.Req.TraceParent))
+		}, traceHeader(call.Req.TraceParent), ownStreamCodec)
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)

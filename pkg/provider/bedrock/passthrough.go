@@ -129,7 +129,7 @@ func (a *Adapter) sendConverse(ctx context.Context, call *provider.Call) (provid
 	if call.Req.Stream {
 		malformed := new(atomic.Int64)
 		out, err := a.api.ConverseStream(withMalformedCounter(ctx, malformed), &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model)},
-			traceHeader(call.Req.TraceParent), x.options)
+			traceHeader(call.Req.TraceParent), x.options, ownStreamCodec)
 		if err != nil {
 			observeError(call, err)
 			return nil, callError(ctx, a.id, err)
