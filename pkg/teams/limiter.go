@@ -275,7 +275,7 @@ func (l *Limiter) settle(cfg *config.Config, cs []counter, leases []*lease, rec 
 	}
 	cost := rec.CostUSD
 	if cost == 0 {
-		cost = usage.Cost(cfg, rec)
+		cost = usage.Total(cfg, rec) // rec is the caller's: read, never written
 	}
 	var actual amounts
 	actual[attrTokens] = float64(rec.InputTokens + rec.OutputTokens)

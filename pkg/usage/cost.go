@@ -27,15 +27,32 @@ const perMillion = 1e6
 //
 // The serving target is priced at the record's service tier
 // (Record.ServiceTier, else the tier its target id asks for; Price.AtTier),
-// each other attempt at its own target's tier. Cost also sets the record's
-// CacheReadCostUSD and CacheWriteCostUSD: the parts of the serving target's
-// cost paid for cache reads and writes.
+// each other attempt at its own target's tier. Cost prices a record its
+// caller owns: it also sets the record's CacheReadCostUSD and
+// CacheWriteCostUSD, the parts of the serving target's cost paid for cache
+// reads and writes (Total only reads).
 func Cost(cfg *config.Config, rec *exchange.Record) float64 {
-	if cfg == nil || rec == nil {
+	if rec == nil {
 		return 0
 	}
-	total := 0.0
-	rec.CacheReadCostUSD, rec.CacheWriteCostUSD = 0, 0
+	total, read, write := costs(cfg, rec)
+	rec.CacheReadCostUSD, rec.CacheWriteCostUSD = read, write
+	return total
+}
+
+// Total is Cost without setting anything on rec: for readers of a record
+// they do not own (the limiter's settlement).
+func Total(cfg *config.Config, rec *exchange.Record) float64 {
+	total, _, _ := costs(cfg, rec)
+	return total
+}
+
+// costs is the record's cost and the serving target's cache read and
+// write parts of it (see Cost); it reads rec only.
+func costs(cfg *config.Config, rec *exchange.Record) (total, cacheRead, cacheWrite float64) {
+	if cfg == nil || rec == nil {
+		return 0, 0, 0
+	}
 	if rec.Target != "" {
 		provider, model, tier := config.SplitTargetID(rec.Target)
 		if rec.Provider != "" && strings.HasPrefix(rec.Target, rec.Provider+"/") {
@@ -45,7 +62,7 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 			p = p.AtTier(cmp.Or(rec.ServiceTier, tier))
 			b := TokenCost(p, Tokens{Input: rec.InputTokens, Output: rec.OutputTokens, CacheRead: rec.CachedTokens,
 				CacheWrite: rec.CacheWriteTokens, CacheWrite1h: rec.CacheWrite1hTokens})
-			rec.CacheReadCostUSD, rec.CacheWriteCostUSD = b.CacheRead, b.CacheWrite
+			cacheRead, cacheWrite = b.CacheRead, b.CacheWrite
 			total = b.Total() + ToolFees(p, rec.ToolCalls, millis(rec.LatencyMillis))
 		}
 	}
@@ -62,7 +79,7 @@ func Cost(cfg *config.Config, rec *exchange.Record) float64 {
 			total += TokenCost(p, Tokens{Input: a.InputTokens, Output: a.OutputTokens}).Total() + ToolFees(p, a.ToolCalls, millis(a.LatencyM))
 		}
 	}
-	return total
+	return total, cacheRead, cacheWrite
 }
 
 // Tokens are the token counts of one request as the gateway counts them

@@ -105,3 +105,23 @@ func TestCostAddsStageCallPrices(t *testing.T) {
 		t.Fatalf("cost %v, want 0.005", got)
 	}
 }
+
+// Cost prices a record its caller owns (it sets the cache cost parts);
+// Total gives the same figure and writes nothing, so readers of a shared
+// record (the limiter's settlement) never race with its owner.
+func TestTotalReadsTheRecordOnly(t *testing.T) {
+	cfg := mustConfig(t, testConfig)
+	rec := exchange.Record{Target: "anthropic/claude-sonnet-4-5", Provider: "anthropic", InputTokens: 3000, OutputTokens: 100,
+		CachedTokens: 1000, CacheWriteTokens: 1000}
+	before := rec
+	total := usage.Total(cfg, &rec)
+	if rec.CacheReadCostUSD != before.CacheReadCostUSD || rec.CacheWriteCostUSD != before.CacheWriteCostUSD {
+		t.Fatalf("Total wrote the record: %+v", rec)
+	}
+	if got := usage.Cost(cfg, &rec); got != total || total == 0 {
+		t.Fatalf("Cost %v, Total %v", got, total)
+	}
+	if math.Abs(rec.CacheReadCostUSD-0.0003) > 1e-12 || math.Abs(rec.CacheWriteCostUSD-0.00375) > 1e-12 {
+		t.Fatalf("Cost set cache parts %v / %v, want 0.0003 / 0.00375", rec.CacheReadCostUSD, rec.CacheWriteCostUSD)
+	}
+}
