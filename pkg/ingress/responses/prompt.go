@@ -119,8 +119,8 @@ func (d *promptDecoder) input() error {
 	case 0, 'n':
 		return nil
 	case '"':
-		var s string
-		if err := unmarshalAt("input", raw, &s); err != nil {
+		s, err := unquoteAt("input", raw)
+		if err != nil {
 			return err
 		}
 		d.p.Messages = append(d.p.Messages, exchange.Message{Role: exchange.RoleUser, Content: []exchange.Block{text(s)}})
@@ -282,8 +282,8 @@ func (d *promptDecoder) message(p string, it *wireItem) error {
 	var blocks []exchange.Block
 	switch kindOf(it.Content) {
 	case '"':
-		var s string
-		if err := unmarshalAt(p+".content", it.Content, &s); err != nil {
+		s, err := unquoteAt(p+".content", it.Content)
+		if err != nil {
 			return err
 		}
 		blocks = []exchange.Block{text(s)}
