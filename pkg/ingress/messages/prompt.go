@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // The canonical Prompt of a Messages request (exchange.Request.Prompt, what
@@ -98,8 +99,7 @@ func (c *promptConv) system(raw json.RawMessage) ([]exchange.Block, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := jsonb.Unquote(raw); ok {
 		if s == "" {
 			return nil, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // The conversation's decoding into Prompt messages (see prompt.go for the
@@ -26,8 +27,7 @@ func (c *promptConv) message(p string, m message) (exchange.Message, error) {
 		return exchange.Message{}, bad(p+".role", "%s.role: must be user, assistant or system, got %q", p, m.Role)
 	}
 	msg := exchange.Message{Role: role}
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
+	if s, ok := jsonb.Unquote(m.Content); ok {
 		msg.Content = []exchange.Block{{Type: exchange.BlockText, Text: s}}
 		return msg, nil
 	}
@@ -218,8 +218,7 @@ func (c *promptConv) toolResult(p string, raw json.RawMessage, b block, out exch
 	if isNull(b.Content) {
 		return out, true, nil
 	}
-	var s string
-	if json.Unmarshal(b.Content, &s) == nil {
+	if s, ok := jsonb.Unquote(b.Content); ok {
 		if s != "" {
 			out.Content = []exchange.Block{{Type: exchange.BlockText, Text: s}}
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // The canonical Prompt of a Responses request (exchange.Request.Prompt,
@@ -119,8 +120,8 @@ func (d *promptDecoder) input() error {
 	case 0, 'n':
 		return nil
 	case '"':
-		var s string
-		if err := unmarshalAt("input", raw, &s); err != nil {
+		s, err := unquoteAt("input", raw)
+		if err != nil {
 			return err
 		}
 		d.p.Messages = append(d.p.Messages, exchange.Message{Role: exchange.RoleUser, Content: []exchange.Block{text(s)}})
@@ -130,11 +131,11 @@ func (d *promptDecoder) input() error {
 	default:
 		return bad("input", "input must be a string or an array of input items")
 	}
-	var items []json.RawMessage
-	if err := unmarshalAt("input", raw, &items); err != nil {
-		return err
-	}
-	for i, rawItem := range items {
+	// The body was validated as a whole, so the array's items are taken
+	// as they are in it (no second scan, no copies).
+	i := -1
+	for rawItem := range jsonb.Elements(raw) {
+		i++
 		p := at("input[%d]", i)
 		if kindOf(rawItem) != '{' {
 			return bad(p, "%s must be an object", p)
@@ -282,8 +283,8 @@ func (d *promptDecoder) message(p string, it *wireItem) error {
 	var blocks []exchange.Block
 	switch kindOf(it.Content) {
 	case '"':
-		var s string
-		if err := unmarshalAt(p+".content", it.Content, &s); err != nil {
+		s, err := unquoteAt(p+".content", it.Content)
+		if err != nil {
 			return err
 		}
 		blocks = []exchange.Block{text(s)}

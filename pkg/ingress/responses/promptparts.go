@@ -111,8 +111,8 @@ func fileData(param, s, filename string) (exchange.Block, error) {
 func (d *promptDecoder) callOutput(p string, raw json.RawMessage) ([]exchange.Block, error) {
 	switch kindOf(raw) {
 	case '"':
-		var s string
-		if err := unmarshalAt(p+".output", raw, &s); err != nil {
+		s, err := unquoteAt(p+".output", raw)
+		if err != nil {
 			return nil, err
 		}
 		return []exchange.Block{text(s)}, nil

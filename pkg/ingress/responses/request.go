@@ -288,6 +288,17 @@ func unmarshalAt(param string, raw []byte, v any) error {
 	return nil
 }
 
+// unquoteAt decodes the JSON string raw as unmarshalAt does, without
+// json.Unmarshal's second scan when it can (jsonb.Unquote; the body was
+// validated already): message text is most of a request's bytes.
+func unquoteAt(param string, raw []byte) (string, error) {
+	if s, ok := jsonb.Unquote(raw); ok {
+		return s, nil
+	}
+	var s string
+	return s, unmarshalAt(param, raw, &s)
+}
+
 // kindOf returns the first byte of a JSON value: '"', '[', '{', 'n', ...
 func kindOf(raw []byte) byte {
 	raw = bytes.TrimSpace(raw)
