@@ -161,12 +161,22 @@ func pinnedError(err error, o *responsestate.Owner, id string, tr *exchange.Trac
 }
 
 // ownerTap records the owner of a natively served Responses response as
-// soon as its id passes (response.created, or the whole body), before the
-// client has the id: a follow-up on another instance finds it.
+// soon as its id passes (response.created, or the whole body). For a
+// background response, and a whole body, the write ends before the client
+// has the id: a follow-up, retrieval or resumed stream on another instance
+// finds it. A foreground stream does not wait for the write before its
+// first frame (a store write is milliseconds of time to first byte): the
+// write runs beside the stream, and the response's terminal event
+// (completed, failed, incomplete, an error, or the stream's end) waits for
+// it, so a client holding the whole response finds its owner recorded; only
+// a request naming the id while its own stream is still running may come
+// too early (it then takes the route's chain).
 type ownerTap struct {
 	stage.Source
 	x    *exchangeState
 	done bool
+	// pending is closed when a write started beside the stream has ended.
+	pending chan struct{}
 }
 
 // tapOwner wraps src when the request is a Responses request the upstream
@@ -190,11 +200,16 @@ func (t *ownerTap) Buffered() bool {
 // Next implements stage.Source.
 func (t *ownerTap) Next() (exchange.Event, error) {
 	ev, err := t.Source.Next()
+	if t.pending != nil && (err != nil || terminalResponsesEvent(ev)) {
+		<-t.pending
+		t.pending = nil
+	}
 	if err != nil || t.done || ev.Kind != exchange.Raw || ev.RawAPI != exchange.Responses {
 		return ev, err
 	}
 	var id string
-	if ev.Flags&exchange.Whole != 0 {
+	whole := ev.Flags&exchange.Whole != 0
+	if whole {
 		id = gjson.GetBytes(ev.Raw, "id").Str
 	} else if gjson.GetBytes(ev.Raw, "type").Str == "response.created" {
 		id = gjson.GetBytes(ev.Raw, "response.id").Str
@@ -203,14 +218,42 @@ func (t *ownerTap) Next() (exchange.Event, error) {
 		return ev, nil
 	}
 	t.done = true
-	t.x.recordOwner(strings.Clone(id), t.Source.Usage())
+	id = strings.Clone(id)
+	o := t.x.owner(id, t.Source.Usage())
+	if whole || background(t.x.req.Body) { // a background stream may be resumed from its id alone
+		t.x.putOwner(id, o)
+		return ev, nil
+	}
+	t.pending = make(chan struct{})
+	go func() {
+		defer close(t.pending)
+		t.x.putOwner(id, o)
+	}()
 	return ev, nil
 }
 
-// recordOwner writes the owner of response id: the serving target and the
-// key of the attempt that committed. A failed write is logged; the answer
-// still goes out (follow-ups then take the route's chain).
+// terminalResponsesEvent reports whether ev is a Responses stream's last
+// event: response.completed, response.failed, response.incomplete or error.
+func terminalResponsesEvent(ev exchange.Event) bool {
+	if ev.Kind != exchange.Raw || ev.RawAPI != exchange.Responses {
+		return false
+	}
+	switch gjson.GetBytes(ev.Raw, "type").Str {
+	case "response.completed", "response.failed", "response.incomplete", "error":
+		return true
+	}
+	return false
+}
+
+// recordOwner writes the owner of response id (owner, then putOwner).
 func (x *exchangeState) recordOwner(id string, u exchange.TokenUsage) {
+	x.putOwner(id, x.owner(id, u))
+}
+
+// owner is the owner of response id: the serving target and the key of the
+// attempt that committed; it notes the id (and a queued background
+// response's outcome) on the record.
+func (x *exchangeState) owner(id string, u exchange.TokenUsage) responsestate.Owner {
 	tr := &x.req.Trace
 	// A streamed background response delivers its answer and usage in
 	// the stream, like any other: only a queued one is settled later.
@@ -227,6 +270,13 @@ func (x *exchangeState) recordOwner(id string, u exchange.TokenUsage) {
 		x.rec.Outcome = OutcomeQueued
 	}
 	x.rec.ResponseID = id
+	return o
+}
+
+// putOwner writes owner o of response id. A failed write is logged; the
+// answer still goes out (follow-ups then take the route's chain). It reads
+// nothing of the exchange but its ids, so it may run beside the stream.
+func (x *exchangeState) putOwner(id string, o responsestate.Owner) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), responsestate.DefaultTimeout)
 	defer cancel()
 	if err := x.h.up.ResponseOwners.Put(ctx, id, o); err != nil {

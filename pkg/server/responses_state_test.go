@@ -1,18 +1,23 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/server"
+	"github.com/llmgw/llmgw/pkg/store"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
 )
 
@@ -378,5 +383,101 @@ func TestResponsesStoredCallsNeedANativeTarget(t *testing.T) {
 		if code, out := doReq(t, c[0], locked.URL+c[1], ""); code != 401 || gjson.Get(out, "error.type").Str == "" {
 			t.Errorf("%s %s without a key: %d %s", c[0], c[1], code, out)
 		}
+	}
+}
+
+// gatedOwners is an owner table whose writes wait for open to be closed;
+// written is set once a write has ended.
+type gatedOwners struct {
+	responsestate.Store
+	open    chan struct{}
+	entered atomic.Bool
+	written atomic.Bool
+}
+
+func (g *gatedOwners) Put(ctx context.Context, it store.Item, c store.Cond) (store.Item, error) {
+	g.entered.Store(true)
+	<-g.open
+	defer g.written.Store(true)
+	return g.Store.Put(ctx, it, c)
+}
+
+// A foreground Responses stream does not wait for its owner's write before
+// its first frames (the write runs beside the stream), and its terminal
+// event waits for the write: a client holding the whole response finds its
+// owner recorded on every instance.
+func TestResponsesStreamOwnerWriteIsOffTheFirstByte(t *testing.T) {
+	setStateKeys(t)
+	a, b := newStatefulUpstream(t, "a"), newStatefulUpstream(t, "b")
+	mem := embedded.OpenMemory()
+	t.Cleanup(func() { mem.Close() })
+	g := &gatedOwners{Store: mem, open: make(chan struct{})}
+	owners := func(o *server.Options) { o.Upstream.ResponseOwners = responsestate.New(g, responsestate.Options{}) }
+	gw := newGateway(t, stateConfig([]string{"a", "b"}, []string{"STATE_KEY_A1"}, a.URL, b.URL, ""), owners, teamAuth)
+	req, _ := http.NewRequest("POST", gw.URL+"/v1/responses", strings.NewReader(`{"model":"m","input":"hi","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-test-team", "t1")
+	type line struct {
+		text string
+		err  error
+	}
+	lines := make(chan line, 64)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			lines <- line{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- line{text: sc.Text()}
+		}
+		lines <- line{err: io.EOF}
+	}()
+	defer func() {
+		select {
+		case <-g.open:
+		default:
+			close(g.open)
+		}
+	}()
+	next := func(what string) string {
+		t.Helper()
+		for {
+			select {
+			case l := <-lines:
+				if l.err != nil {
+					t.Fatalf("waiting for %s: %v", what, l.err)
+				}
+				if strings.HasPrefix(l.text, "data: ") {
+					return l.text
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no %s within 10 s while the owner write waits (write entered: %v): the stream waits for the write", what, g.entered.Load())
+			}
+		}
+	}
+	if l := next("response.created"); !strings.Contains(l, `"response.created"`) {
+		t.Fatalf("first frame %s", l)
+	}
+	t.Logf("after created: entered %v", g.entered.Load())
+	if l := next("the delta"); !strings.Contains(l, "output_text.delta") {
+		t.Fatalf("second frame %s", l)
+	}
+	t.Logf("after delta: entered %v", g.entered.Load())
+	select { // the upstream sent response.completed with the delta
+	case l := <-lines:
+		if strings.Contains(l.text, "response.completed") {
+			t.Fatal("the terminal event went out before the response's owner was written")
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.open)
+	if l := next("response.completed"); !strings.Contains(l, "response.completed") {
+		t.Fatalf("last frame %s", l)
+	}
+	if !g.written.Load() {
+		t.Fatal("response.completed reached the client before the owner write ended")
 	}
 }
