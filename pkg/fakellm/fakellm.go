@@ -64,6 +64,28 @@ func chunks(s *Script) []string {
 	return append(out, reply[start:])
 }
 
+// eachChunk sends the reply's chunks (chunks) through emit, each as a JSON
+// string, ChunkDelay apart, and fails as a reset connection after
+// AfterChunks of them when the script says "after_chunks": the one paced
+// loop of every API's stream.
+func eachChunk(ctx context.Context, s *Script, emit func(quoted string) error) error {
+	for i, c := range chunks(s) {
+		if s.Fail == "after_chunks" && i >= s.AfterChunks {
+			return errReset
+		}
+		if i > 0 {
+			if err := sleep(ctx, s.ChunkDelay.D()); err != nil {
+				return err
+			}
+		}
+		q, _ := json.Marshal(c)
+		if err := emit(string(q)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -127,20 +149,11 @@ func writeStream(ctx context.Context, s *Script, rq request, w io.Writer, flush 
 			out++
 		}
 	default:
-		for i, c := range chunks(s) {
-			if s.Fail == "after_chunks" && i >= s.AfterChunks {
-				return errReset
-			}
-			if i > 0 {
-				if err := sleep(ctx, s.ChunkDelay.D()); err != nil {
-					return err
-				}
-			}
-			q, _ := json.Marshal(c)
-			if err := emit(`[{"index":0,"delta":{"content":` + string(q) + `},"logprobs":null,"finish_reason":null}]`); err != nil {
-				return err
-			}
+		if err := eachChunk(ctx, s, func(q string) error {
 			out++
+			return emit(`[{"index":0,"delta":{"content":` + q + `},"logprobs":null,"finish_reason":null}]`)
+		}); err != nil {
+			return err
 		}
 	}
 	if err := emit(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":"` + finish + `"}]`); err != nil {

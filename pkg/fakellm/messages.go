@@ -75,20 +75,11 @@ func writeMessagesStream(ctx context.Context, s *Script, rq request, w io.Writer
 		if err := messagesEvent(w, flush, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`); err != nil {
 			return err
 		}
-		for i, c := range chunks(s) {
-			if s.Fail == "after_chunks" && i >= s.AfterChunks {
-				return errReset
-			}
-			if i > 0 {
-				if err := sleep(ctx, s.ChunkDelay.D()); err != nil {
-					return err
-				}
-			}
-			q, _ := json.Marshal(c)
-			if err := delta(`{"type":"text_delta","text":` + string(q) + `}`); err != nil {
-				return err
-			}
+		if err := eachChunk(ctx, s, func(q string) error {
 			out++
+			return delta(`{"type":"text_delta","text":` + q + `}`)
+		}); err != nil {
+			return err
 		}
 	}
 	if s.Fail != "empty" {

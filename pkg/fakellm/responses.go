@@ -108,22 +108,12 @@ func writeResponsesStream(ctx context.Context, s *Script, rq request, w io.Write
 		if err := emit("response.content_part.added", ids+`,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`); err != nil {
 			return err
 		}
-		cs := chunks(s)
-		for i, c := range cs {
-			if s.Fail == "after_chunks" && i >= s.AfterChunks {
-				return errReset
-			}
-			if i > 0 {
-				if err := sleep(ctx, s.ChunkDelay.D()); err != nil {
-					return err
-				}
-			}
-			q, _ := json.Marshal(c)
-			if err := emit("response.output_text.delta", ids+`,"delta":`+string(q)+`,"logprobs":[]`); err != nil {
-				return err
-			}
+		if err := eachChunk(ctx, s, func(q string) error {
+			return emit("response.output_text.delta", ids+`,"delta":`+q+`,"logprobs":[]`)
+		}); err != nil {
+			return err
 		}
-		text, _ := json.Marshal(strings.Join(cs, ""))
+		text, _ := json.Marshal(strings.Join(chunks(s), ""))
 		if err := emit("response.output_text.done", ids+`,"text":`+string(text)+`,"logprobs":[]`); err != nil {
 			return err
 		}
