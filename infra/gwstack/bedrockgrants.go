@@ -15,12 +15,16 @@ type BedrockModel struct {
 	Region, ID string
 }
 
-// BedrockModels returns the distinct models the routes of a rendered seed
-// configuration call on providers of kind bedrock, sorted; the stack
-// grants bedrock:InvokeModel on exactly those (see grantBedrock). complete
-// is false when a Bedrock target names no model, so the stack cannot know
-// what it calls.
-func BedrockModels(text string) (models []BedrockModel, complete bool, err error) {
+// bedrockTarget is one route target of the seed config on a provider of
+// kind bedrock: its provider's region, its model and its options.
+type bedrockTarget struct {
+	Region, Model string
+	Options       map[string]string
+}
+
+// bedrockTargets reads the Bedrock targets of a rendered seed
+// configuration, the one reader behind BedrockModels and MantleRegions.
+func bedrockTargets(text string) ([]bedrockTarget, error) {
 	var cfg struct {
 		Providers map[string]struct {
 			Kind   string `yaml:"kind"`
@@ -28,31 +32,47 @@ func BedrockModels(text string) (models []BedrockModel, complete bool, err error
 		} `yaml:"providers"`
 		Routes map[string]struct {
 			Targets []struct {
-				Provider string `yaml:"provider"`
-				Model    string `yaml:"model"`
+				Provider string            `yaml:"provider"`
+				Model    string            `yaml:"model"`
+				Options  map[string]string `yaml:"options"`
 			} `yaml:"targets"`
 		} `yaml:"routes"`
 	}
 	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
-		return nil, false, fmt.Errorf("seed config is not valid YAML: %w", err)
+		return nil, fmt.Errorf("seed config is not valid YAML: %w", err)
+	}
+	var out []bedrockTarget
+	for _, r := range cfg.Routes {
+		for _, t := range r.Targets {
+			if p, ok := cfg.Providers[t.Provider]; ok && p.Kind == "bedrock" {
+				out = append(out, bedrockTarget{Region: p.Region, Model: strings.TrimSpace(t.Model), Options: t.Options})
+			}
+		}
+	}
+	return out, nil
+}
+
+// BedrockModels returns the distinct models the routes of a rendered seed
+// configuration call on providers of kind bedrock, sorted; the stack
+// grants bedrock:InvokeModel on exactly those (see grantBedrock). complete
+// is false when a Bedrock target names no model, so the stack cannot know
+// what it calls.
+func BedrockModels(text string) (models []BedrockModel, complete bool, err error) {
+	targets, err := bedrockTargets(text)
+	if err != nil {
+		return nil, false, err
 	}
 	seen := map[BedrockModel]bool{}
 	complete = true
-	for _, r := range cfg.Routes {
-		for _, t := range r.Targets {
-			p, ok := cfg.Providers[t.Provider]
-			if !ok || p.Kind != "bedrock" {
-				continue
-			}
-			if strings.TrimSpace(t.Model) == "" {
-				complete = false
-				continue
-			}
-			m := BedrockModel{Region: p.Region, ID: strings.TrimSpace(t.Model)}
-			if !seen[m] {
-				seen[m] = true
-				models = append(models, m)
-			}
+	for _, t := range targets {
+		if t.Model == "" {
+			complete = false
+			continue
+		}
+		m := BedrockModel{Region: t.Region, ID: t.Model}
+		if !seen[m] {
+			seen[m] = true
+			models = append(models, m)
 		}
 	}
 	sort.Slice(models, func(i, j int) bool {
@@ -110,33 +130,16 @@ func Guardrails(text string) ([]Guardrail, error) {
 // bedrock-mantle:CreateInference there (see grantBedrockMantle). Mantle is
 // its own IAM namespace: the bedrock:InvokeModel grant does not cover it.
 func MantleRegions(text string) ([]string, error) {
-	var cfg struct {
-		Providers map[string]struct {
-			Kind   string `yaml:"kind"`
-			Region string `yaml:"region"`
-		} `yaml:"providers"`
-		Routes map[string]struct {
-			Targets []struct {
-				Provider string            `yaml:"provider"`
-				Options  map[string]string `yaml:"options"`
-			} `yaml:"targets"`
-		} `yaml:"routes"`
-	}
-	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
-		return nil, fmt.Errorf("seed config is not valid YAML: %w", err)
+	targets, err := bedrockTargets(text)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, r := range cfg.Routes {
-		for _, t := range r.Targets {
-			p, ok := cfg.Providers[t.Provider]
-			if !ok || p.Kind != "bedrock" || strings.TrimSpace(t.Options["openai_endpoint"]) != "mantle" {
-				continue
-			}
-			if !seen[p.Region] {
-				seen[p.Region] = true
-				out = append(out, p.Region)
-			}
+	for _, t := range targets {
+		if strings.TrimSpace(t.Options["openai_endpoint"]) == "mantle" && !seen[t.Region] {
+			seen[t.Region] = true
+			out = append(out, t.Region)
 		}
 	}
 	sort.Strings(out)
