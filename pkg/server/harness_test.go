@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,7 +148,10 @@ func (g *gateway) recs() []exchange.Record {
 }
 
 // waitRecs waits until n usage records exist: a record is written after
-// the response's last byte, so a client may finish first.
+// the response's last byte, so a client may finish first. They come in
+// the order their requests started (a stream's record may be written after
+// the next request's), so tests sending requests one after another can
+// index them.
 func (g *gateway) waitRecs(t *testing.T, n int) []exchange.Record {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -158,6 +162,7 @@ func (g *gateway) waitRecs(t *testing.T, n int) []exchange.Record {
 	if len(recs) != n {
 		t.Fatalf("%d usage records, want %d", len(recs), n)
 	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
 	return recs
 }
 
