@@ -48,8 +48,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 			rec.Status = status
 			r.Keys.Observe(step.Provider, slot, key, status, h)
 		}}
-	var head []exchange.Event
-	var firstAt time.Time // the first content, when holding a head
+	var hr headRun
 	rd := headReader{}
 	fail := func(stream provider.Stream, err error) (*Session, error) {
 		wd.Stop()
@@ -58,7 +57,7 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		rd.stopWindow()
 		if stream != nil {
 			rd.settle()
-			if !firstAt.IsZero() {
+			if !hr.firstAt.IsZero() {
 				// Discarded inside the head buffer: the client saw none of
 				// it, but the upstream billed what it streamed.
 				u := stream.Usage()
@@ -88,62 +87,8 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 	}
 	rd.stream = stream
 	rec.Phase = "first_token"
-	hb := rq.Policy.HeadBuffer
-	if !rq.Stream {
-		hb = nil
-	}
-	tokens := 0
-	answered, ended := false, false
-	for {
-		ev, err := rd.next()
-		if err == errHeadElapsed {
-			break // the head window is over: what is held goes out now
-		}
-		if err == io.EOF {
-			// Ended without content. It is still an answer when it stopped
-			// for length or a content filter, or spent output tokens (on
-			// hidden reasoning): the client decides. Only a truly empty
-			// success is retried or failed over.
-			if !firstAt.IsZero() || answered || stream.Usage().Output > 0 {
-				ended = true
-				break
-			}
-			return fail(stream, provider.EmptyResponse(step.Provider))
-		}
-		if err != nil {
-			if !firstAt.IsZero() {
-				err = headFailure(step.Provider, err)
-			}
-			return fail(stream, err)
-		}
-		if ev.IsUsageOnly() && !rq.WantsUsage {
-			continue
-		}
-		head = append(head, ev.Clone())
-		if ev.Commits() {
-			if hb == nil {
-				break
-			}
-			if firstAt.IsZero() {
-				// Content: the first-token wait is over; inside the head
-				// window a silence longer than the idle timeout is a stall.
-				firstAt, rec.Phase = r.now(), "head"
-				wd.Stop()
-				if hb.Duration > 0 {
-					rd.startWindow(hb.Duration.D())
-				}
-			}
-			tokens += contentTokens(&ev)
-			if hb.Tokens > 0 && tokens >= hb.Tokens || hb.Duration > 0 && r.now().Sub(firstAt) >= hb.Duration.D() {
-				break
-			}
-		}
-		if !firstAt.IsZero() {
-			idle.Reset(idleD)
-		}
-		if ev.Finishes() && (ev.Finish == exchange.FinishLength || ev.Finish == exchange.FinishContentFilter) {
-			answered = true
-		}
+	if err := r.readHead(rq, step.Provider, &rd, wd, idle, idleD, &rec, &hr); err != nil {
+		return fail(stream, err)
 	}
 	wd.Stop()
 	if rd.pending == nil {
@@ -159,9 +104,83 @@ func (r *Router) attempt(ctx context.Context, rq *exchange.Request, step config.
 		ttft = max(rec.Latency, time.Nanosecond) // a whole body's latency is not a time to first token
 	}
 	return &Session{
-		Step: step, head: head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
-		wd: idle, idle: idleD, done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: ended, pending: rd.pending,
+		Step: step, head: hr.head, stream: stream, ctx: ctx, actx: actx, cancel: cancel,
+		wd: idle, idle: idleD, done: done, ttft: ttft, wantUsage: rq.WantsUsage, ended: hr.ended, pending: rd.pending,
 	}, nil
+}
+
+// headRun is what an attempt's head read found: the events held for the
+// client, the time of the first content (when holding a head) and whether
+// the stream ended inside it.
+type headRun struct {
+	head    []exchange.Event
+	firstAt time.Time
+	ended   bool
+}
+
+// readHead reads an attempt's stream up to its first content event or, with
+// a head buffer, to the end of the head window (see attempt); the error it
+// returns fails the attempt. It is its own frame, apart from attempt's:
+// every stream's stack is as deep as the deeper of the two paths through
+// attempt (the upstream call, the head read), not their sum.
+func (r *Router) readHead(rq *exchange.Request, prov string, rd *headReader, wd, idle *time.Timer, idleD time.Duration, rec *exchange.Attempt, h *headRun) error {
+	hb := rq.Policy.HeadBuffer
+	if !rq.Stream {
+		hb = nil
+	}
+	tokens := 0
+	answered := false
+	for {
+		ev, err := rd.next()
+		if err == errHeadElapsed {
+			return nil // the head window is over: what is held goes out now
+		}
+		if err == io.EOF {
+			// Ended without content. It is still an answer when it stopped
+			// for length or a content filter, or spent output tokens (on
+			// hidden reasoning): the client decides. Only a truly empty
+			// success is retried or failed over.
+			if !h.firstAt.IsZero() || answered || rd.stream.Usage().Output > 0 {
+				h.ended = true
+				return nil
+			}
+			return provider.EmptyResponse(prov)
+		}
+		if err != nil {
+			if !h.firstAt.IsZero() {
+				err = headFailure(prov, err)
+			}
+			return err
+		}
+		if ev.IsUsageOnly() && !rq.WantsUsage {
+			continue
+		}
+		h.head = append(h.head, ev.Clone())
+		if ev.Commits() {
+			if hb == nil {
+				return nil
+			}
+			if h.firstAt.IsZero() {
+				// Content: the first-token wait is over; inside the head
+				// window a silence longer than the idle timeout is a stall.
+				h.firstAt, rec.Phase = r.now(), "head"
+				wd.Stop()
+				if hb.Duration > 0 {
+					rd.startWindow(hb.Duration.D())
+				}
+			}
+			tokens += contentTokens(&ev)
+			if hb.Tokens > 0 && tokens >= hb.Tokens || hb.Duration > 0 && r.now().Sub(h.firstAt) >= hb.Duration.D() {
+				return nil
+			}
+		}
+		if !h.firstAt.IsZero() {
+			idle.Reset(idleD)
+		}
+		if ev.Finishes() && (ev.Finish == exchange.FinishLength || ev.Finish == exchange.FinishContentFilter) {
+			answered = true
+		}
+	}
 }
 
 // contentTokens estimates the output tokens of a content event: one per

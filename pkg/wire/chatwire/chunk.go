@@ -116,12 +116,28 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 	n := 0
 	gjson.Get(s, "choices").ForEach(func(_, c gjson.Result) bool {
 		n++
-		first := n == 1 && c.Get("index").Int() == 0
-		// The delta's members are read raw (jsonb.Members never decodes a
-		// string): the relay does not allocate. Only parts decode text.
+		// The choice's and the delta's members are read raw (jsonb.Members
+		// never decodes a string or a number): the relay neither allocates
+		// nor runs a float parser deep in the stack of every stream. Only
+		// parts decode text.
+		var index, body, finish, logprobs string
+		jsonb.Members(c.Raw, func(k, v string) bool {
+			switch k {
+			case "index":
+				index = v
+			case part:
+				body = v
+			case "finish_reason":
+				finish = v
+			case "logprobs":
+				logprobs = v
+			}
+			return true
+		})
+		first := n == 1 && jsonb.Int(index) == 0
 		var reasoning, reasoning2, content, refusal, calls string
 		opaque := ""
-		jsonb.Members(c.Get(part).Raw, func(k, v string) bool {
+		jsonb.Members(body, func(k, v string) bool {
 			switch k {
 			case "role":
 				if collect && !start && first {
@@ -194,24 +210,24 @@ func read(dst []delta.Part, s, part string, collect, start bool) (ChunkInfo, []d
 				return true
 			})
 		}
-		fr := c.Get("finish_reason")
-		if fr.Type == gjson.String {
+		isFinish := len(finish) >= 2 && finish[0] == '"'
+		if isFinish {
 			ci.Finish = true
-			ci.FinishReason = knownFinish(fr.Str)
+			ci.FinishReason = knownFinish(decoded(finish))
 		}
 		if collect {
 			switch {
 			case !first:
 				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: "choices"})
-			case nonEmpty(c.Get("logprobs")):
+			case nonEmptyRaw(logprobs):
 				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: "logprobs"})
 			case opaque != "":
 				dst = append(dst, delta.Part{Kind: delta.Opaque, Name: opaque})
 			}
-			if first && fr.Type == gjson.String {
+			if first && isFinish {
 				f := ci.FinishReason // a constant when it is one of OpenAI's
 				if f == "" {
-					f = fr.Str
+					f = decoded(finish)
 				}
 				dst = append(dst, delta.Part{Kind: delta.Finish, Finish: f})
 			}
@@ -268,22 +284,6 @@ func nonEmptyRaw(v string) bool {
 		if v[0] == '[' {
 			return len(strings.TrimSpace(v[1:len(v)-1])) > 0
 		}
-		return n > 0
-	}
-	return true
-}
-
-// nonEmpty reports whether a JSON value says something: not absent, null,
-// false, "", [] or {}.
-func nonEmpty(v gjson.Result) bool {
-	switch {
-	case !v.Exists(), v.Type == gjson.Null, v.Type == gjson.False:
-		return false
-	case v.Type == gjson.String:
-		return v.Str != ""
-	case v.IsArray(), v.IsObject():
-		n := 0
-		v.ForEach(func(_, _ gjson.Result) bool { n++; return false })
 		return n > 0
 	}
 	return true

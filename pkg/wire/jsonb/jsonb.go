@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // String views b as a string without copying, for read-only lookups
@@ -248,4 +250,24 @@ func Depth(b []byte) int {
 		}
 	}
 	return deepest
+}
+
+// Int is the integer a raw JSON value holds, as gjson's Int reads it
+// (absent, null and anything not a number are 0). A plain run of digits,
+// what every provider sends for a count or an index, is read without a
+// float parser: the readers of stream events run deep in every stream's
+// stack, where strconv's float parser alone would double it.
+func Int(raw string) int64 {
+	if raw == "" {
+		return 0
+	}
+	var n int64
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < '0' || c > '9' || i >= 18 {
+			return gjson.Parse(raw).Int()
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }

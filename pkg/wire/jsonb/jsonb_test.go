@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // stdJSONString is encoding/json's encoding of s without HTML escaping.
@@ -80,6 +82,17 @@ func TestDepth(t *testing.T) {
 	for in, want := range map[string]int{`1`: 0, `"[{"`: 0, `{}`: 1, `{"a":[1,{"b":"]]"}]}`: 3, `[[[]],[]]`: 3} {
 		if got := Depth([]byte(in)); got != want {
 			t.Errorf("Depth(%s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// TestIntReadsAsGjsonDoes: jsonb.Int gives gjson's Int for every raw value
+// (plain digits read without a float parser, the rest through gjson).
+func TestIntReadsAsGjsonDoes(t *testing.T) {
+	for _, raw := range []string{"", "0", "7", "42", "1117", "-3", "1.5", "1e3", "null", "true", "false", `"12"`,
+		"123456789012345678", "1234567890123456789", "99999999999999999999", "{}"} {
+		if got, want := Int(raw), gjson.Parse(raw).Int(); got != want {
+			t.Errorf("Int(%q) = %d, gjson says %d", raw, got, want)
 		}
 	}
 }

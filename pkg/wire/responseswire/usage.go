@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmgw/llmgw/pkg/wire/delta"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // ResponsesUsage is the Responses API usage object's figures.
@@ -47,13 +48,37 @@ func readResponsesUsage(resp gjson.Result, ri *ResponsesEventInfo) {
 		return
 	}
 	ri.HasUsage = true
-	ri.Usage = ResponsesUsage{
-		InputTokens:     int(u.Get("input_tokens").Int()),
-		OutputTokens:    int(u.Get("output_tokens").Int()),
-		CachedTokens:    int(u.Get("input_tokens_details.cached_tokens").Int()),
-		ReasoningTokens: int(u.Get("output_tokens_details.reasoning_tokens").Int()),
-		ServiceTier:     strings.Clone(resp.Get("service_tier").Str),
-	}
+	// The counts are read raw (jsonb.Int): this runs at a stream's last
+	// event, at the deepest point of its stack.
+	var in, out, cached, reasoning int64
+	jsonb.Members(u.Raw, func(k, v string) bool {
+		switch k {
+		case "input_tokens":
+			in = jsonb.Int(v)
+		case "output_tokens":
+			out = jsonb.Int(v)
+		case "input_tokens_details":
+			cached = detail(v, "cached_tokens")
+		case "output_tokens_details":
+			reasoning = detail(v, "reasoning_tokens")
+		}
+		return true
+	})
+	ri.Usage = ResponsesUsage{InputTokens: int(in), OutputTokens: int(out), CachedTokens: int(cached),
+		ReasoningTokens: int(reasoning), ServiceTier: strings.Clone(resp.Get("service_tier").Str)}
+}
+
+// detail is the count named key in a usage details object.
+func detail(obj, key string) int64 {
+	var n int64
+	jsonb.Members(obj, func(k, v string) bool {
+		if k == key {
+			n = jsonb.Int(v)
+			return false
+		}
+		return true
+	})
+	return n
 }
 
 // ReadUsage reads the top-level usage of a whole Responses API object (a
