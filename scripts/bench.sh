@@ -259,6 +259,8 @@ if [ -n "$SMOKE" ]; then
 	PROFILE_BENCHTIME=10x
 	HOT_BENCHTIME=-benchtime=300x
 	PROFILE_SECS=1
+	C1_REQUESTS=100000
+	MB_HOLD=1500ms MB_SETTLE=0.5
 else
 	LAT=(-rounds 10 -n 500 -warmup 200)
 	SAT=(-step 3s -max-steps 12 -start-rate 500)
@@ -275,6 +277,8 @@ else
 	PROFILE_BENCHTIME=100x
 	HOT_BENCHTIME=-benchtime=20000x
 	PROFILE_SECS=10
+	C1_REQUESTS=1000000
+	MB_HOLD=6s MB_SETTLE=2
 fi
 
 # ---- stages
@@ -335,6 +339,57 @@ stage_memory() {
 		"$LG" hold "${HOLD[@]}" "${TARGETS[@]}" "${PIDARGS[@]}" -out "$RAW/hold$(suffix "$api").json"
 		stop_pids "${STAGE_PIDS[@]}"
 	done
+	memory_breakdown
+}
+
+# memory_breakdown: what one open stream holds in the gateway, per API:
+# gwprof (the same app.RunLocal plus a pprof listener) holds the memory
+# stage's streams against a slow mock, and the Go runtime's figures are
+# read while they are open (goroutines, stack and heap per stream).
+memory_breakdown() {
+	local api n out="$RAW/memory_breakdown.txt" pp pid gw
+	n=$(sed -n 's/.*-streams \([0-9]*\).*/\1/p' <<<"${HOLD[*]}")
+	echo "# what one open stream holds in the gateway (gwprof, $n streams held per API; a slow mock: the first chunk at once, then one a second)" >"$out"
+	echo "# api goroutines/stream stack_KiB/stream heap_inuse_KiB/stream (after a GC; minus the figures at rest)" >>"$out"
+	for api in "${APIS[@]}"; do
+		STAGE_PIDS=()
+		start_mock "mock_mb_$api" -chunks 300 -chunk-gap 1s
+		gateway_config "$WORK/gw_mb_$api.yaml" "$MOCK_ADDR"
+		start "gw_mb_$api" "$BIN/gwprof" -config "$WORK/gw_mb_$api.yaml" -addr 127.0.0.1:0 -state "$WORK/state_mb_$api.db" \
+			-pprof 127.0.0.1:0 -pprof-addr-file "$WORK/gw_mb_$api.pprof"
+		pid=$STARTED_PID
+		gw=$(gateway_addr "gw_mb_$api" "$pid")
+		wait_file "$WORK/gw_mb_$api.pprof" "$pid" "gw_mb_$api"
+		pp=$(cat "$WORK/gw_mb_$api.pprof")
+		"$LG" latency -body-bytes 200 -rounds 1 -n 1 -warmup 1 -target "gateway=http://$gw${API_PATH[$api]}@${API_ROUTE[$api]}" -out "$WORK/mb_warm.json" >/dev/null 2>&1 || true
+		sleep 1
+		"$LG" fetch -url "http://$pp/debug/pprof/heap?gc=1&debug=1" -out "$WORK/mb_rest_$api.txt"
+		"$LG" fetch -url "http://$pp/debug/pprof/goroutine?debug=1" -out "$WORK/mb_rest_g_$api.txt"
+		"$LG" hold -streams "$n" -hold "$MB_HOLD" -open-timeout 60s -target "gateway=http://$gw${API_PATH[$api]}@${API_ROUTE[$api]}" \
+			-pid "gateway=$pid" -out "$WORK/mb_hold_$api.json" >/dev/null 2>&1 &
+		local hpid=$! g=0
+		STAGE_PIDS+=("$hpid")
+		for _ in $(seq 200); do
+			sleep 0.1
+			"$LG" fetch -url "http://$pp/debug/pprof/goroutine?debug=1" -out "$WORK/mb_g_$api.txt" 2>/dev/null || continue
+			g=$(head -1 "$WORK/mb_g_$api.txt" | grep -o '[0-9]*$')
+			[ "${g:-0}" -ge "$n" ] && [ "$(grep -c 'pkg/server.(\*Handler).ServeHTTP' "$WORK/mb_g_$api.txt")" -gt 0 ] && break
+		done
+		sleep "$MB_SETTLE" # every stream open (the hold lasts MB_HOLD)
+		"$LG" fetch -url "http://$pp/debug/pprof/goroutine?debug=1" -out "$WORK/mb_g_$api.txt"
+		"$LG" fetch -url "http://$pp/debug/pprof/heap?gc=1&debug=1" -out "$WORK/mb_held_$api.txt"
+		wait "$hpid" || true
+		awk -v api="$api" -v n="$n" '
+			FNR == 1 { f++ }
+			f == 1 && /^goroutine profile: total/ { g0 = $NF }
+			f == 2 && /^# Stack = / { s0 = $4 } f == 2 && /^# HeapInuse = / { h0 = $4 }
+			f == 3 && /^goroutine profile: total/ { g1 = $NF }
+			f == 4 && /^# Stack = / { s1 = $4 } f == 4 && /^# HeapInuse = / { h1 = $4 }
+			END { printf "%s %.2f %.1f %.1f\n", api, (g1 - g0) / n, (s1 - s0) / n / 1024, (h1 - h0) / n / 1024 }
+		' "$WORK/mb_rest_g_$api.txt" "$WORK/mb_rest_$api.txt" "$WORK/mb_g_$api.txt" "$WORK/mb_held_$api.txt" >>"$out"
+		stop_pids "${STAGE_PIDS[@]}"
+	done
+	cat "$out"
 }
 
 stage_cold() {
@@ -588,7 +643,31 @@ stage_profile() {
 	} >"$RAW/pprof_gateway_idle_heap.txt"
 	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/heap?debug=1" -out "$WORK/gw_idle.heap.txt"
 	grep -E '^# (HeapSys|HeapInuse|HeapIdle|HeapReleased|Stack|MSpan|GCSys|OtherSys|Sys|NumGC|NextGC) ' "$WORK/gw_idle.heap.txt" >>"$RAW/pprof_gateway_idle_heap.txt" || true
-	"$LG" fetch -url "http://$(cat "$WORK/gw_prof.pprof")/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
+	# Concurrency 1, each API's passthrough route, a CPU profile over the
+	# loop: where the added latency of goals 1 goes (the handler's own
+	# work is on the request's critical path; the record and log line run
+	# after the response, beside the next request).
+	local api pp
+	pp=$(cat "$WORK/gw_prof.pprof")
+	for api in "${APIS[@]}"; do
+		"$LG" fetch -url "http://$pp/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw_c1_$api.cpu" &
+		local c1pid=$!
+		echo "$c1pid" >>"$PIDFILE"
+		STAGE_PIDS+=("$c1pid")
+		"$LG" latency -body-bytes 200 -rounds 1 -n "$C1_REQUESTS" -warmup 50 -target "gateway=http://$gw${API_PATH[$api]}@${API_ROUTE[$api]}" \
+			-out "$WORK/prof_c1_$api.json" >/dev/null 2>&1 &
+		local lpid=$!
+		STAGE_PIDS+=("$lpid")
+		# The loop runs at least as long as the profile: stop it after.
+		wait "$c1pid"
+		kill "$lpid" 2>/dev/null || true
+		wait "$lpid" 2>/dev/null || true
+		{
+			echo "# gwprof at concurrency 1 (loadgen latency loop, 200 B bodies, ${API_PATH[$api]} on route ${API_ROUTE[$api]}), ${PROFILE_SECS}s; go tool pprof -top -cum"
+			go tool pprof -top -cum -nodecount=60 "$BIN/gwprof" "$WORK/gw_c1_$api.cpu" 2>/dev/null | grep -v '^File:\|^Build ID:\|^Time:'
+		} >"$RAW/pprof_gateway_c1$(suffix "$api").txt"
+	done
+	"$LG" fetch -url "http://$pp/debug/pprof/profile?seconds=$PROFILE_SECS" -out "$WORK/gw.cpu" &
 	local fetchpid=$!
 	echo "$fetchpid" >>"$PIDFILE"
 	STAGE_PIDS+=("$fetchpid")

@@ -728,6 +728,17 @@ var apis = []apiSpec{
 	{name: "responses", label: "Responses", suffix: "_responses", xlate: []xlatePath{{"gateway_chat", "translated to a chat-only target"}}},
 }
 
+// breakdown is raw/memory_breakdown.txt's figures for one API, or what the
+// file would say when it has none.
+func (r *reporter) breakdown(api string) string {
+	for _, l := range strings.Split(r.text("memory_breakdown.txt"), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == api {
+			return fmt.Sprintf("%s goroutines, %s KiB of stack and %s KiB of heap in use per stream", f[1], f[2], f[3])
+		}
+	}
+	return "goroutines, stack and heap in use per stream"
+}
+
 // missedSee appends, to a goal that is missed, where in this report the
 // profile that explains it is.
 func missedSee(goal, where string) string {
@@ -774,6 +785,7 @@ func (r *reporter) apiRows(api apiSpec, failed func(string) bool) ([]row, []stri
 		if api.name != "chat" {
 			prof = "the CPU profile of BenchmarkServerAPIs (`raw/pprof_server_apis.txt`) and the allocation sites of one " + api.label + " request (`raw/memprofile_server_" + api.name + "_nonstream_10KB.txt`)"
 		}
+		prof = "the gateway's CPU profile at concurrency 1 (`raw/pprof_gateway_c1" + api.suffix + ".txt`), " + prof
 		goals = append(goals, missedSee(ratioGoal(fmt.Sprintf("%sadded p50 at c=1, %s: gateway within %.2fx of ReverseProxy's added latency", pre, label, latencyGoal[size]), g, fl, latencyGoal[size], false, "µs"), prof))
 		cpu := func(p string) *float64 {
 			if v, ok := lf.Paths[p]; ok {
@@ -855,7 +867,8 @@ func (r *reporter) apiRows(api apiSpec, failed func(string) bool) ([]row, []stri
 		rows = append(rows, row{name: fmt.Sprintf("%speak RSS (VmHWM) with %d streams", pre, n), unit: "MiB", decimals: 1,
 			gw: get(gw, peak), rp: get(rp, peak), tcp: get(tcp, peak), direct: get(direct, peak)})
 		goals = append(goals, missedSee(ratioGoal(pre+"memory per stream <= ReverseProxy's", get(gw, per), get(rp, per), 1.0, false, "KiB"),
-			"per-stream goroutine stacks and buffers: the allocation sites of a stream (`raw/memprofile_server_messages_to_bedrock_stream_64chunks.txt`, `raw/memprofile_relay_chunk.txt`)"))
+			"what one open stream holds (`raw/memory_breakdown.txt`: "+r.breakdown(api.name)+
+				") and the allocation sites of a stream (`raw/memprofile_server_messages_to_bedrock_stream_64chunks.txt`, `raw/memprofile_relay_chunk.txt`)"))
 		if api.name == "chat" {
 			goals = append(goals, missedSee(ratioGoal("idle RSS <= 2x ReverseProxy's", get(gw, idle), get(rp, idle), 2.0, false, "MiB"),
 				"the heap at rest and resident memory by mapping (`raw/pprof_gateway_idle_heap.txt`): file-backed pages of the binary against the anonymous heap"))
@@ -909,6 +922,10 @@ func (r *reporter) profiles() {
 	}
 	for _, p := range []struct{ file, title string }{
 		{"pprof_gateway_saturation.txt", "gateway process under constant load at its saturation rate (gwprof: the same app.RunLocal plus a loopback pprof listener)"},
+		{"pprof_gateway_c1.txt", "gateway process at concurrency 1, Chat Completions (the latency loop of goal 1, gwprof; cumulative)"},
+		{"pprof_gateway_c1_messages.txt", "gateway process at concurrency 1, Messages passthrough (cumulative)"},
+		{"pprof_gateway_c1_responses.txt", "gateway process at concurrency 1, Responses passthrough (cumulative)"},
+		{"memory_breakdown.txt", "what one open stream holds in the gateway, per API (gwprof with the memory stage's streams held; the Go runtime's figures, minus those at rest)"},
 		{"pprof_server_bench.txt", "BenchmarkServerChat (go test -cpuprofile)"},
 		{"pprof_server_apis.txt", "BenchmarkServerAPIs: Messages and Responses, passthrough and translated (CPU)"},
 		{"memprofile_server_messages_nonstream_10KB.txt", "allocation sites of one Messages passthrough request, 10 KB body (every allocation sampled)"},
