@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/pkg/keyledger"
 	"github.com/llmgw/llmgw/pkg/responsestate"
 	"github.com/llmgw/llmgw/pkg/stage"
+	"github.com/llmgw/llmgw/pkg/wire/jsonb"
 )
 
 // Responses API state follows its account (docs/responses.md): a response
@@ -200,9 +201,16 @@ func (t *ownerTap) Buffered() bool {
 // Next implements stage.Source.
 func (t *ownerTap) Next() (exchange.Event, error) {
 	ev, err := t.Source.Next()
-	if t.pending != nil && (err != nil || terminalResponsesEvent(ev)) {
-		<-t.pending
-		t.pending = nil
+	if t.pending != nil {
+		select {
+		case <-t.pending: // the write has ended: nothing to wait for
+			t.pending = nil
+		default:
+			if err != nil || terminalResponsesEvent(ev) {
+				<-t.pending
+				t.pending = nil
+			}
+		}
 	}
 	if err != nil || t.done || ev.Kind != exchange.Raw || ev.RawAPI != exchange.Responses {
 		return ev, err
@@ -238,7 +246,7 @@ func terminalResponsesEvent(ev exchange.Event) bool {
 	if ev.Kind != exchange.Raw || ev.RawAPI != exchange.Responses {
 		return false
 	}
-	switch gjson.GetBytes(ev.Raw, "type").Str {
+	switch gjson.Get(jsonb.String(ev.Raw), "type").Str { // Get on a view: GetBytes copies what it returns
 	case "response.completed", "response.failed", "response.incomplete", "error":
 		return true
 	}

@@ -333,7 +333,8 @@ func (r *reporter) table(stages map[string]string) []string {
 			gw: get(gw, thr), rp: get(rp, thr), tcp: get(tcp, thr), direct: get(direct, thr)})
 		satRows = append(satRows, row{name: "CPU per request at that rate (proxy process; direct: the mock)", unit: "µs", decimals: 0,
 			gw: get(gw, cpu), rp: get(rp, cpu), tcp: get(tcp, cpu), direct: get(direct, cpu)})
-		satGoals = append(satGoals, ratioGoal("saturation throughput >= 90% of ReverseProxy's", get(gw, thr), get(rp, thr), 0.9, true, "req/s"))
+		satGoals = append(satGoals, missedSee(ratioGoal("saturation throughput >= 90% of ReverseProxy's", get(gw, thr), get(rp, thr), 0.9, true, "req/s"),
+			"CPU per request at that rate (the row above; the load generator, the mock and the proxy share 2 cores, so throughput follows it) and where it goes (`raw/pprof_gateway_saturation.txt`, `raw/pprof_gateway_saturation_cum.txt`)"))
 	} else {
 		satRows = append(satRows, row{name: "throughput at saturation", gwText: missing("saturate", failed("saturate"))})
 		satGoals = append(satGoals, "saturation throughput >= 90% of ReverseProxy's: not measured ("+missing("saturate", failed("saturate"))+")")
@@ -838,7 +839,8 @@ func (r *reporter) apiRows(api apiSpec, failed func(string) bool) ([]row, []stri
 		why := "the gateway holds the first data frame until the first content frame (see How it is measured; the first content frame row is the like-for-like figure) and the handler's CPU profile (`raw/pprof_server_apis.txt`, `raw/pprof_server_bench.txt`)"
 		goals = append(goals, missedSee(ratioGoal(pre+"streaming: added time to first data frame p50 <= ReverseProxy's", added(ttfb, gw, p50), added(ttfb, rp, p50), 1.0, false, "µs"), why))
 		goals = append(goals, missedSee(ratioGoal(pre+"streaming: added time to first data frame p99 <= ReverseProxy's", added(ttfb, gw, p99), added(ttfb, rp, p99), 1.0, false, "µs"), why))
-		goals = append(goals, ratioGoal(pre+"streaming: added inter-frame gap p99 <= ReverseProxy's", added(gap, gw, p99), added(gap, rp, p99), 1.0, false, "µs"))
+		goals = append(goals, missedSee(ratioGoal(pre+"streaming: added inter-frame gap p99 <= ReverseProxy's", added(gap, gw, p99), added(gap, rp, p99), 1.0, false, "µs"),
+			"not the relay's work per frame (BenchmarkServerStreamChunk in `raw/gobench.txt`: a few µs and no allocation per relayed frame); a p99 of gaps 20 ms apart, minus the direct path's, is set by scheduling and garbage collection on the 2 cores the 8 concurrent streams share with the load generator and the mock"))
 	} else {
 		rows = append(rows, row{name: pre + "streaming: added TTFB / inter-frame gap", gwText: missing("stream", failed("stream"))})
 		goals = append(goals, pre+"streaming: added time to first frame and inter-frame gap <= ReverseProxy's: not measured ("+missing("stream", failed("stream"))+")")
