@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
 )
 
 // soakDuration is SOAK_DURATION (a Go duration), else 30s, or 5s with
@@ -73,7 +75,7 @@ func TestSoak(t *testing.T) {
 	// smithy-go (see TestBedrockConcurrentStreamsStayApart), and a
 	// dependency's race must not fail the soak.
 	dkind := bedrockKind
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		dkind = openaiKind
 	}
 	a, b := newFake(t, openaiKind, script{}), newFake(t, openaiKind, script{words: reply})

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
+
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/llmgw/llmgw/pkg/exchange"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/llmgw/llmgw/pkg/exchange"
 )
 
 // Toxiproxy runs in-process: its ApiServer holds the proxy collection, and
@@ -227,7 +230,7 @@ func TestToxicResetAndRefusedBeforeFirstByteFailOver(t *testing.T) {
 				const n = 8
 				for i := 0; i < n; i++ {
 					body := streamBody
-					if i%2 == 1 || k == bedrockKind && raceEnabled && i > 0 {
+					if i%2 == 1 || k == bedrockKind && testkit.RaceEnabled && i > 0 {
 						body = chatBody // one bedrock stream per SDK client under -race (see oneBedrockStream)
 					}
 					r := g.post(t, c, body)
@@ -374,7 +377,7 @@ func TestToxicSlowTrickleWithinLimitsIsComplete(t *testing.T) {
 		g := newGateway(t, chainYAML("    idle_timeout: 2s\n    first_token_timeout: 5s\n", k, px.addr(), secondary))
 		c := newClient(t)
 		n := 3
-		if k == bedrockKind && raceEnabled {
+		if k == bedrockKind && testkit.RaceEnabled {
 			n = 1 // see oneBedrockStream
 		}
 		for i := 0; i < n; i++ {
@@ -433,7 +436,7 @@ func freeAddr(t testing.TB) string {
 // the code stands (payloadBuf is always nil, the decoder stateless), and
 // this test is what would catch it turning into streams mixing bytes.
 func TestBedrockConcurrentStreamsStayApart(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("smithy-go v1.28.9 races on the event-stream Codec shared by concurrent ConverseStream readers (a dependency bug, reported); run without -race")
 	}
 	up := newFake(t, bedrockKind, script{})

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
 )
 
 // streamStackLimit is the stack a passthrough stream's handler goroutine
@@ -26,7 +28,7 @@ const streamStackLimit = 16 << 10
 // the race detector, whose instrumentation changes frame sizes
 // (scripts/test.sh runs it without -race).
 func TestStreamStackFits16KiB(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("frame sizes differ under -race; scripts/test.sh runs this test without it")
 	}
 	if os.Getenv("LLMGW_STACK_PROBE") == "1" {

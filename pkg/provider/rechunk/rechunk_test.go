@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/pkg/internal/testkit"
 )
 
 // rawServer answers each request on a connection with the next raw
@@ -311,7 +313,7 @@ func TestTinyCallerBuffersAndNoIdleBuffer(t *testing.T) {
 // TestReadAllocatesNothing: steady-state reads of a chunked stream take
 // their buffer from the pool and give it back.
 func TestReadAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items on purpose")
 	}
 	frame := []byte("1a\r\ndata: {\"x\":\"abcdefghij\"}\n\n\r\n")
