@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,30 +15,13 @@ import (
 	"github.com/llmgw/llmgw/pkg/locality"
 	"github.com/llmgw/llmgw/pkg/server"
 	"github.com/llmgw/llmgw/pkg/store/embedded"
+	"github.com/llmgw/llmgw/pkg/store/storetest"
 )
 
 // Prompt-cache locality (docs/prompt-caching.md): a conversation of a
 // cache_locality route starts from the target and key that last served it
 // while that target's breaker is closed and that key usable, where the
 // chain's own order would move it.
-
-// testClock is a settable clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // switchableOK answers 503 while down is set, else well.
 func switchableOK(t *testing.T, down *atomic.Bool) *upstream {
@@ -67,7 +49,7 @@ func conversation(system, first string, n int) []openai.ChatCompletionMessagePar
 func TestCacheLocalityKeepsAConversationOnItsTargetUntilItsBreakerOpens(t *testing.T) {
 	var aDown, bDown atomic.Bool
 	a, b := switchableOK(t, &aDown), switchableOK(t, &bDown)
-	clock := &testClock{t: time.Now()}
+	clock := storetest.ClockOf(t)
 	cfg := fmt.Sprintf(`defaults: {attempts: 1}
 breaker: {consecutive_failures: 1, min_requests: 100, cooldown: 1m, max_cooldown: 1m}
 providers:
@@ -111,7 +93,7 @@ routes:
 	// moves the plain route's conversation back to a; the sticky route's
 	// conversation stays on b, turn after turn.
 	aDown.Store(false)
-	clock.Add(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	if p := ask("plain", conversation("You are terse.", "Tell me about Rust.", 2)); p != "pa" {
 		t.Fatalf("plain route turn 2 served by %q, want pa (the chain's order)", p)
 	}
@@ -163,7 +145,7 @@ func TestCacheLocalityKeepsTheKeyAndFollowsPromptCacheKey(t *testing.T) {
 		}
 		okStream(w, r, body)
 	})
-	clock := &testClock{t: time.Now()}
+	clock := storetest.ClockOf(t)
 	g := newGateway(t, fmt.Sprintf(`providers:
   p: {kind: openai, base_url: "%s/v1", keys: [{env: LOC_KEY_1}, {env: LOC_KEY_2, priority: 1}]}
 routes:
@@ -192,7 +174,7 @@ routes:
 	ask("sticky", "first question", "user-42-session-7")
 	ask("plain", "Tell me about Rust.", "")
 	throttleKey1.Store(false)
-	clock.Add(time.Second) // key 1 is usable again
+	clock.Advance(time.Second) // key 1 is usable again
 	if k := ask("plain", "Tell me about Rust.", ""); k != "0001" {
 		t.Fatalf("plain route served with key %s, want the first key", k)
 	}
