@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -21,7 +20,6 @@ import (
 	"github.com/llmgw/llmgw/pkg/provider/bedrock"
 	"github.com/llmgw/llmgw/pkg/provider/openaicompat"
 	providerregistry "github.com/llmgw/llmgw/pkg/provider/registry"
-	"github.com/llmgw/llmgw/pkg/server"
 )
 
 // BenchmarkServerAPIs runs whole requests on the Messages and Responses
@@ -167,7 +165,7 @@ func apisHandler(b *testing.B, up http.RoundTripper) http.Handler {
 	b.Setenv("AWS_SECRET_ACCESS_KEY", "bench")
 	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	hc := &http.Client{Transport: up}
-	for kind, f := range map[string]providerregistry.Factory{
+	return handlerWith(b, map[string]providerregistry.Factory{
 		"openai": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
 			return openaicompat.New(id, p, hc)
 		},
@@ -177,12 +175,7 @@ func apisHandler(b *testing.B, up http.RoundTripper) http.Handler {
 		"bedrock": func(ctx context.Context, id string, p *config.Provider) (provider.Provider, error) {
 			return bedrock.New(ctx, id, p, hc)
 		},
-	} {
-		orig := providerregistry.Factories[kind]
-		providerregistry.Factories[kind] = f
-		defer func() { providerregistry.Factories[kind] = orig }()
-	}
-	cfg, err := config.Parse([]byte(`
+	}, `
 providers:
   mock: {kind: openai, base_url: "http://upstream.invalid/v1", apis: [chat, responses]}
   mockchat: {kind: openai, base_url: "http://upstream.invalid/v1"}
@@ -194,15 +187,7 @@ routes:
   bench-msg-openai: {targets: [{provider: mockchat, model: bench-model}]}
   bench-msg-bedrock: {targets: [{provider: mockbedrock, model: "amazon.nova-lite-v1:0"}]}
   bench-resp-chat: {targets: [{provider: mockchat, model: bench-model}]}
-`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := server.New(context.Background(), cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return h
+`)
 }
 
 // apiBody is a request of about size bytes on the API of path.

@@ -94,18 +94,30 @@ func (u *benchUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 // only target is an openai provider answered by up.
 func benchHandler(b *testing.B, up http.RoundTripper) http.Handler {
 	b.Helper()
-	orig := providerregistry.Factories["openai"]
-	providerregistry.Factories["openai"] = func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
-		return openaicompat.New(id, p, &http.Client{Transport: up})
-	}
-	defer func() { providerregistry.Factories["openai"] = orig }()
-	cfg, err := config.Parse([]byte(`
+	hc := &http.Client{Transport: up}
+	return handlerWith(b, map[string]providerregistry.Factory{
+		"openai": func(_ context.Context, id string, p *config.Provider) (provider.Provider, error) {
+			return openaicompat.New(id, p, hc)
+		},
+	}, `
 providers:
   up: {kind: openai, base_url: "http://upstream.invalid/v1"}
 routes:
   bench:
     targets: [{provider: up, model: gpt-4.1-2025-04-14}]
-`))
+`)
+}
+
+// handlerWith builds the gateway handler of config yaml with the given
+// provider kinds' factories in place of the registry's (restored after).
+func handlerWith(b *testing.B, factories map[string]providerregistry.Factory, yaml string) http.Handler {
+	b.Helper()
+	for kind, f := range factories {
+		orig := providerregistry.Factories[kind]
+		providerregistry.Factories[kind] = f
+		defer func() { providerregistry.Factories[kind] = orig }()
+	}
+	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		b.Fatal(err)
 	}
