@@ -79,8 +79,8 @@ phase "go test -race -short (gateway packages; fuzz seed corpora run as tests)"
 # shellcheck disable=SC2086
 progress "go test -race" - go test -race -short -count=1 -timeout 20m $pkgs
 
-phase "a stream's stack without -race (the race detector changes frame sizes)"
-progress "stream stack check" - go test -count=1 -run '^TestStreamStackFits16KiB$' ./pkg/server/
+phase "a stream's stack and per-frame allocations without -race (the race detector changes both)"
+progress "stream stack and allocation checks" - go test -count=1 -run '^(TestStreamStackFits16KiB|TestPassthroughRelaysFramesWithoutAllocating)$' ./pkg/server/
 
 if [ "${SHORT:-}" = "" ]; then
   phase "benchmark harness (smoke mode: keeps it from rotting; figures are not published)"

@@ -110,7 +110,7 @@ routes:
 
 // handlerWith builds the gateway handler of config yaml with the given
 // provider kinds' factories in place of the registry's (restored after).
-func handlerWith(b *testing.B, factories map[string]providerregistry.Factory, yaml string) http.Handler {
+func handlerWith(b testing.TB, factories map[string]providerregistry.Factory, yaml string) http.Handler {
 	b.Helper()
 	for kind, f := range factories {
 		orig := providerregistry.Factories[kind]
