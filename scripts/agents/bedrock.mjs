@@ -41,3 +41,7 @@ try {
   out.notFound = e.name;
 }
 console.log(JSON.stringify(out));
+// The cut stream's response is abandoned when the SDK raises its exception,
+// so its socket may still be open: close the client's sockets, or the
+// process waits for the server to drop the idle connection.
+client.destroy();
